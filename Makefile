@@ -1,0 +1,47 @@
+# Every target does its own set-up: a fresh clone needs nothing but python3 (>= 3.11).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+CORES  ?= 2
+PYTEST_ARGS ?=
+
+.PHONY: help venv test bench lint run slurm-up slurm-down clean
+
+help:
+	@echo "make test   - create .venv if needed, install dgpbench[dev], run the test suite"
+	@echo "make run    - same set-up, run the workflow's default target (snakemake --cores $(CORES))"
+	@echo "make bench  - run the speed benchmarks under benchmarks/"
+	@echo "make lint   - ruff check"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when the project metadata changes (the package itself is installed editable).
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m pytest benchmarks --benchmark-only --benchmark-columns=min,mean,ops -p no:cacheprovider -s
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+run: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --profile workflow/profiles/local
+
+slurm-up:
+	bash scripts/slurm.sh start
+
+slurm-down:
+	bash scripts/slurm.sh stop
+
+clean:
+	rm -rf $(VENV) .pytest_cache .benchmarks
