@@ -1,0 +1,693 @@
+"""MLPs, their training loop and their checkpoints.
+
+Architecture: ``in - h - ... - h - out`` where ``n_layers`` counts linear maps (the paper's
+"layers"): 1 is a linear classifier, 2 is ``in-h-out``, 4 is ``in-h-h-h-out``. The
+activation (ReLU or tanh) follows every linear map but the last. Weights are
+Xavier-normal; biases keep PyTorch's default distribution ``U(-1/sqrt(fan_in),
+1/sqrt(fan_in))`` (the authors only re-initialise weights), both drawn from the explicit
+``generator`` so a seed fixes the whole network.
+
+Training (:func:`train_mlp`) follows the authors' scripts: Adam (betas 0.9/0.999, eps 1e-8,
+no weight decay), batch 32, 40 epochs, cross-entropy; a stratified ``val_fraction`` of the
+training images (fixed by ``split_seed``, the same for every model seed) is held out and
+evaluated at every checkpoint, i.e. every ``1/checkpoints_per_epoch`` epoch.
+Use :func:`shift_detection_config` (lr 3e-4, 80/20 split, keep the last checkpoint) or
+:func:`analysis_config` (lr 0.003, every quarter epoch kept) for the paper's two settings.
+
+Output folder of one run::
+
+    out_dir/split.npz          train_index, val_index: positions in x_train of the two parts
+    out_dir/metrics.csv        one row per checkpoint: epoch, step, train_loss, train_acc,
+                               val_loss, val_acc, seconds (train_* average the batches since
+                               the previous checkpoint; NaN at epoch 0 or without validation)
+    out_dir/epoch_00.00.pt     the initial weights (only with keep="all")
+    out_dir/epoch_00.25.pt ... every quarter epoch (keep="all"), or only
+    out_dir/epoch_40.00.pt     the last one (keep="last")
+
+Every file is written atomically (temporary file in the same folder, then ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import itertools
+import logging
+import math
+import os
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from dgpbench._validation import as_float_array
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FORMAT = "dgpbench-mlp"
+CHECKPOINT_VERSION = 1
+ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
+KEEP_OPTIONS = ("last", "all")
+METRIC_COLUMNS = ("epoch", "step", "train_loss", "train_acc", "val_loss", "val_acc", "seconds")
+
+# The authors' held-out fractions for the Section 4 analysis models (55k/5k for MNIST and
+# Fashion-MNIST, 90/10 for EMNIST); other data sets use 1/12 as well.
+_ANALYSIS_VAL_FRACTION = {"mnist": 5000 / 60000, "fashion-mnist": 5000 / 60000, "emnist": 0.1}
+
+
+# --------------------------------------------------------------------------------------------
+# configuration
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ArchConfig:
+    """Architecture of an MLP (see :func:`build_mlp` for the meaning of each field)."""
+
+    n_inputs: int
+    hidden: int
+    n_layers: int
+    n_classes: int
+    activation: str = "relu"
+    batchnorm: bool = False
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_arch(
+            self.n_inputs,
+            self.hidden,
+            self.n_layers,
+            self.n_classes,
+            self.activation,
+            self.batchnorm,
+            self.dropout,
+        )
+
+    def build(self, generator: torch.Generator | None = None) -> nn.Sequential:
+        """Return a freshly initialised network of this architecture."""
+        return build_mlp(
+            self.n_inputs,
+            self.hidden,
+            self.n_layers,
+            self.n_classes,
+            self.activation,
+            batchnorm=self.batchnorm,
+            dropout=self.dropout,
+            generator=generator,
+        )
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyperparameters of :func:`train_mlp`.
+
+    Attributes
+    ----------
+    lr : float
+        Adam learning rate (3e-4: shift-detection models; 0.003: Section 4 analyses).
+    epochs : int
+        Number of passes over the training part.
+    batch_size : int
+        Minibatch size; the last batch of an epoch may be smaller.
+    val_fraction : float
+        Stratified share of the given training images held out for validation (0: none).
+    checkpoints_per_epoch : int
+        Evaluation/checkpoint points per epoch (4 = every quarter epoch).
+    keep : {"last", "all"}
+        Keep only the final checkpoint, or every one (plus the initial weights).
+    seed : int
+        Seeds initialisation, batch order and dropout (independent derived streams).
+    split_seed : int
+        Seeds the train/validation split (fixed across model seeds, as the authors did).
+    threads : int or None
+        Torch intra-op threads during training (None: leave unchanged).
+    betas, eps, weight_decay
+        The remaining Adam hyperparameters.
+    """
+
+    lr: float = 3e-4
+    epochs: int = 40
+    batch_size: int = 32
+    val_fraction: float = 0.2
+    checkpoints_per_epoch: int = 4
+    keep: str = "last"
+    seed: int = 0
+    split_seed: int = 42
+    threads: int | None = None
+    betas: tuple[float, float] = field(default=(0.9, 0.999))
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0 and math.isfinite(self.lr)):
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        for name in ("epochs", "batch_size", "checkpoints_per_epoch"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not (isinstance(self.val_fraction, (int, float)) and 0 <= self.val_fraction < 1):
+            raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction!r}")
+        if self.keep not in KEEP_OPTIONS:
+            raise ValueError(f"keep must be one of {KEEP_OPTIONS}, got {self.keep!r}")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ValueError(f"threads must be a positive integer or None, got {self.threads!r}")
+        object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
+
+
+def shift_detection_config(**overrides: Any) -> TrainConfig:
+    """Training setup of the shift-detection models (the authors' script: lr 3e-4, 80/20).
+
+    Examples
+    --------
+    >>> shift_detection_config(seed=3).lr
+    0.0003
+    """
+    return dataclasses.replace(TrainConfig(), **overrides)
+
+
+def analysis_config(dataset: str = "mnist", **overrides: Any) -> TrainConfig:
+    """Training setup of the Section 4 analysis models (lr 0.003, every quarter epoch kept).
+
+    Examples
+    --------
+    >>> cfg = analysis_config("emnist")
+    >>> cfg.lr, cfg.keep, cfg.val_fraction
+    (0.003, 'all', 0.1)
+    """
+    base = TrainConfig(
+        lr=3e-3, keep="all", val_fraction=_ANALYSIS_VAL_FRACTION.get(dataset, 5000 / 60000)
+    )
+    return dataclasses.replace(base, **overrides)
+
+
+# --------------------------------------------------------------------------------------------
+# model
+# --------------------------------------------------------------------------------------------
+def _check_arch(
+    n_inputs: Any,
+    hidden: Any,
+    n_layers: Any,
+    n_classes: Any,
+    activation: Any,
+    batchnorm: Any,
+    dropout: Any,
+) -> None:
+    for name, value in (("n_inputs", n_inputs), ("n_layers", n_layers), ("n_classes", n_classes)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if n_layers > 1 and (
+        isinstance(hidden, bool) or not isinstance(hidden, (int, np.integer)) or hidden < 1
+    ):
+        raise ValueError(f"hidden must be a positive integer, got {hidden!r}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+    if not isinstance(batchnorm, bool):
+        raise TypeError(f"batchnorm must be a bool, got {type(batchnorm).__name__}")
+    if not (isinstance(dropout, (int, float)) and 0 <= dropout < 1):
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+
+
+def build_mlp(
+    n_inputs: int,
+    hidden: int,
+    n_layers: int,
+    n_classes: int,
+    activation: str = "relu",
+    *,
+    batchnorm: bool = False,
+    dropout: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> nn.Sequential:
+    """Build an MLP with ``n_layers`` linear maps (callers flatten the images first).
+
+    Parameters
+    ----------
+    n_inputs : int
+        Input size (784 for MNIST, 3072 for CIFAR-10).
+    hidden : int
+        Width of every hidden layer (ignored when ``n_layers == 1``).
+    n_layers : int
+        Number of linear maps; 1 gives a linear classifier.
+    n_classes : int
+        Output size.
+    activation : {"relu", "tanh"}
+        Nonlinearity after every linear map but the last.
+    batchnorm : bool, default=False
+        Insert ``BatchNorm1d`` after each hidden linear map (before the activation).
+    dropout : float, default=0.0
+        If positive, ``Dropout`` after each hidden activation.
+    generator : torch.Generator, optional
+        Source of the initial weights; None uses torch's global generator.
+
+    Returns
+    -------
+    torch.nn.Sequential
+        With both options off, exactly ``Linear, act, Linear, act, ..., Linear``.
+
+    Raises
+    ------
+    ValueError
+        On non-positive sizes, an unknown activation or a dropout outside [0, 1).
+
+    Examples
+    --------
+    >>> net = build_mlp(784, 650, 4, 10, generator=torch.Generator().manual_seed(0))
+    >>> [m.out_features for m in net if isinstance(m, torch.nn.Linear)]
+    [650, 650, 650, 10]
+    """
+    _check_arch(n_inputs, hidden, n_layers, n_classes, activation, batchnorm, dropout)
+    sizes = [int(n_inputs)] + [int(hidden)] * (int(n_layers) - 1) + [int(n_classes)]
+    modules: list[nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
+        linear = nn.Linear(fan_in, fan_out, bias=True)
+        with torch.no_grad():
+            nn.init.xavier_normal_(linear.weight, generator=generator)
+            bound = 1.0 / math.sqrt(fan_in)  # torch's default bias distribution, but seeded
+            nn.init.uniform_(linear.bias, -bound, bound, generator=generator)
+        modules.append(linear)
+        if i < len(sizes) - 2:
+            if batchnorm:
+                modules.append(nn.BatchNorm1d(fan_out))
+            modules.append(ACTIVATIONS[activation]())
+            if dropout > 0:
+                modules.append(nn.Dropout(dropout))
+    return nn.Sequential(*modules)
+
+
+# --------------------------------------------------------------------------------------------
+# threads
+# --------------------------------------------------------------------------------------------
+def set_torch_threads(n: int | None) -> int:
+    """Set torch's intra-op thread count (None: leave it) and return the previous value.
+
+    Prefer :func:`torch_threads`, which restores the old value afterwards.
+    """
+    previous = torch.get_num_threads()
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"threads must be a positive integer, got {n!r}")
+        torch.set_num_threads(int(n))
+    return previous
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Context manager: run the body with ``n`` torch threads, then restore the old count."""
+    previous = set_torch_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+# --------------------------------------------------------------------------------------------
+# checkpoints
+# --------------------------------------------------------------------------------------------
+def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses/tuples/paths to dicts/lists/str so ``torch.load(weights_only=True)`` works."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[str, Any]) -> Path:
+    """Write ``model``'s weights with ``meta`` to ``path`` atomically.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Target file (parents are created).
+    model : torch.nn.Module
+        The network; its ``state_dict`` is stored.
+    meta : dict
+        Must contain ``"arch"`` (an :class:`ArchConfig` or its dict) so the file can be loaded
+        without the training code; may contain ``train_config``, ``dataset``, ``epoch``,
+        ``metrics``... (plain values, dataclasses, tuples and paths are converted).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        If ``meta`` lacks ``"arch"``.
+    """
+    if "arch" not in meta:
+        raise ValueError("meta must contain 'arch' (an ArchConfig or its dict)")
+    arch = meta["arch"]
+    arch = arch if isinstance(arch, ArchConfig) else ArchConfig(**arch)
+    payload = {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "torch_version": str(torch.__version__),
+        "meta": _plain({**meta, "arch": arch}),
+        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+    }
+    path = Path(path)
+    _atomic_write(path, lambda tmp: torch.save(payload, tmp))
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[str, Any]]:
+    """Load a checkpoint written by :func:`save_checkpoint` into a new network (eval mode).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``.pt`` file.
+
+    Returns
+    -------
+    model : torch.nn.Sequential
+        Rebuilt from the stored architecture, weights loaded, in ``eval()`` mode.
+    meta : dict
+        The stored metadata (``arch``, and usually ``train_config``, ``dataset``, ``epoch``,
+        ``metrics``) plus ``format`` and ``version``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file is truncated or corrupt, is not a dgpbench checkpoint, has an
+        unsupported version, or its weights do not match its architecture.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"cannot read checkpoint {path}: truncated or corrupt ({exc})") from exc
+    except Exception as exc:  # weights_only unpickling errors have no stable type
+        raise ValueError(f"cannot read checkpoint {path}: {exc}") from exc
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a dgpbench MLP checkpoint (missing format tag)")
+    if payload.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(
+            f"{path} has checkpoint version {payload.get('version')!r}; "
+            f"this dgpbench reads version {CHECKPOINT_VERSION}"
+        )
+    meta = payload.get("meta")
+    state = payload.get("state_dict")
+    if not isinstance(meta, dict) or not isinstance(state, dict) or "arch" not in meta:
+        raise ValueError(f"{path} lacks 'meta', 'meta.arch' or 'state_dict'")
+    try:
+        arch = ArchConfig(**meta["arch"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path} stores an invalid architecture {meta['arch']!r}: {exc}") from exc
+    model = arch.build(generator=torch.Generator().manual_seed(0))
+    expected = model.state_dict()
+    problems = sorted(set(expected) ^ set(state))
+    problems += [
+        f"{k}: stored {tuple(state[k].shape)}, architecture needs {tuple(v.shape)}"
+        for k, v in expected.items()
+        if k in state and tuple(state[k].shape) != tuple(v.shape)
+    ]
+    if problems:
+        raise ValueError(
+            f"{path}: weights do not match the stored architecture {arch}: "
+            + "; ".join(str(p) for p in problems[:5])
+        )
+    model.load_state_dict(state)
+    model.eval()
+    return model, {**meta, "format": payload["format"], "version": payload["version"]}
+
+
+def checkpoint_name(epoch: float) -> str:
+    """File name of the checkpoint at ``epoch`` (e.g. ``epoch_00.25.pt``, ``epoch_40.00.pt``).
+
+    Examples
+    --------
+    >>> checkpoint_name(0.25), checkpoint_name(40)
+    ('epoch_00.25.pt', 'epoch_40.00.pt')
+    """
+    return f"epoch_{epoch:05.2f}.pt"
+
+
+def list_checkpoints(out_dir: str | os.PathLike[str]) -> list[tuple[float, Path]]:
+    """Return ``(epoch, path)`` of every checkpoint in ``out_dir``, sorted by epoch."""
+    found = []
+    for p in Path(out_dir).glob("epoch_*.pt"):
+        try:
+            found.append((float(p.stem.removeprefix("epoch_")), p))
+        except ValueError:
+            continue
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------------
+def _evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, chunk: int = 4096) -> tuple:
+    if len(x) == 0:
+        return float("nan"), float("nan")
+    was_training = model.training
+    model.eval()
+    loss_sum, correct = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, len(x), chunk):
+            logits = model(x[start : start + chunk])
+            target = y[start : start + chunk]
+            loss_sum += float(F.cross_entropy(logits, target, reduction="sum"))
+            correct += int((logits.argmax(1) == target).sum())
+    model.train(was_training)
+    return loss_sum / len(x), correct / len(x)
+
+
+def _write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=METRIC_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    _atomic_write(path, write)
+
+
+def _write_split(path: Path, train_idx: np.ndarray, val_idx: np.ndarray) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
+            np.savez(fh, train_index=train_idx.astype(np.int64), val_index=val_idx.astype(np.int64))
+
+    _atomic_write(path, write)
+
+
+def train_mlp(
+    x_train: Any,
+    y_train: Any,
+    arch: ArchConfig | dict[str, Any],
+    config: TrainConfig | None = None,
+    out_dir: str | os.PathLike[str] = ".",
+    *,
+    dataset: str | None = None,
+    progress: bool = True,
+    callback: Callable[[float, nn.Module, dict[str, Any]], None] | None = None,
+) -> Path:
+    """Train an MLP and write its metrics and checkpoints to ``out_dir``.
+
+    Parameters
+    ----------
+    x_train : array-like of shape (N, ...) in [0, 1]
+        Training images (flattened here), e.g. the train split from
+        :func:`dgpbench.data.load_dataset`. ``val_fraction`` of them are held out.
+    y_train : array-like of shape (N,)
+        Integer labels in ``[0, arch.n_classes)``.
+    arch : ArchConfig or dict
+        The architecture; ``n_inputs`` must equal the flattened image size.
+    config : TrainConfig, optional
+        Hyperparameters (default: :func:`shift_detection_config`).
+    out_dir : str or path-like
+        Folder for ``metrics.csv`` and ``epoch_XX.XX.pt`` files (see the module docstring).
+    dataset : str, optional
+        Data set name stored in the checkpoints.
+    progress : bool, default=True
+        Show a tqdm bar (only on a TTY).
+    callback : callable, optional
+        Called as ``callback(epoch, model, row)`` at every checkpoint point (also at epoch 0),
+        with the live model in eval mode and the metrics row; whatever ``keep`` is. Do not
+        modify the model.
+
+    Returns
+    -------
+    pathlib.Path
+        The final checkpoint.
+
+    Raises
+    ------
+    ValueError
+        On inconsistent shapes, labels out of range, or too few images to hold out a
+        validation part.
+    """
+    from tqdm.auto import tqdm
+
+    config = shift_detection_config() if config is None else config
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    arch = arch if isinstance(arch, ArchConfig) else ArchConfig(**arch)
+    x = as_float_array(x_train, "x_train", dtype=np.float32)
+    x = x.reshape(len(x), -1)
+    y = np.asarray(y_train)
+    if y.ndim != 1 or len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y_train must be {len(x)} integer labels, got {y.dtype} {y.shape}")
+    if x.shape[1] != arch.n_inputs:
+        raise ValueError(
+            f"x_train has {x.shape[1]} features per image but arch.n_inputs is {arch.n_inputs}"
+        )
+    if y.min() < 0 or y.max() >= arch.n_classes:
+        raise ValueError(f"y_train must lie in [0, {arch.n_classes}), found [{y.min()}, {y.max()}]")
+
+    from dgpbench.data import stratified_choice
+
+    n_val = round(config.val_fraction * len(y))
+    if n_val:
+        val_idx = np.sort(stratified_choice(y, n_val, np.random.default_rng(config.split_seed)))
+        train_mask = np.ones(len(y), dtype=bool)
+        train_mask[val_idx] = False
+        train_idx = np.flatnonzero(train_mask)
+    else:
+        val_idx, train_idx = np.empty(0, dtype=np.int64), np.arange(len(y))
+    if len(train_idx) == 0:
+        raise ValueError(f"no training images left after holding out {n_val} for validation")
+    xt, yt = torch.from_numpy(x[train_idx]), torch.from_numpy(y[train_idx].astype(np.int64))
+    xv, yv = torch.from_numpy(x[val_idx]), torch.from_numpy(y[val_idx].astype(np.int64))
+
+    # Independent streams for initialisation, batch order and dropout, all from config.seed.
+    init_seed, order_seed, dropout_seed = (
+        int(s) for s in np.random.SeedSequence(config.seed).generate_state(3, dtype=np.uint64) >> 1
+    )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_split(out / "split.npz", train_idx, val_idx)
+    n_train = len(yt)
+    steps_per_epoch = math.ceil(n_train / config.batch_size)
+    cpe = config.checkpoints_per_epoch
+    # Step (within an epoch) after which checkpoint k of that epoch is taken.
+    boundaries = {round(k * steps_per_epoch / cpe): k for k in range(1, cpe + 1)}
+    if len(boundaries) < cpe:
+        raise ValueError(
+            f"{cpe} checkpoints per epoch need at least {cpe} batches per epoch, "
+            f"got {steps_per_epoch} ({n_train} images, batch size {config.batch_size})"
+        )
+    meta_base = {
+        "arch": arch,
+        "train_config": config,
+        "dataset": dataset,
+        "n_train": n_train,
+        "n_val": len(yv),
+    }
+    rows: list[dict[str, Any]] = []
+    final = out / checkpoint_name(config.epochs)
+    t0 = time.perf_counter()
+
+    with torch_threads(config.threads), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(dropout_seed)  # dropout uses the global generator; scoped by fork_rng
+        model = arch.build(generator=torch.Generator().manual_seed(init_seed))
+        order_gen = torch.Generator().manual_seed(order_seed)
+        optimizer = torch.optim.Adam(
+            model.parameters(),
+            lr=config.lr,
+            betas=config.betas,
+            eps=config.eps,
+            weight_decay=config.weight_decay,
+        )
+
+        def checkpoint(epoch: float, step: int, loss_sum: float, correct: int, seen: int) -> None:
+            val_loss, val_acc = _evaluate(model, xv, yv)
+            row = {
+                "epoch": epoch,
+                "step": step,
+                "train_loss": loss_sum / seen if seen else float("nan"),
+                "train_acc": correct / seen if seen else float("nan"),
+                "val_loss": val_loss,
+                "val_acc": val_acc,
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+            rows.append(row)
+            _write_metrics(out / "metrics.csv", rows)
+            is_last = step == config.epochs * steps_per_epoch
+            if config.keep == "all" or is_last:
+                save_checkpoint(
+                    out / checkpoint_name(epoch),
+                    model,
+                    {**meta_base, "epoch": epoch, "step": step, "metrics": row},
+                )
+            if callback is not None:
+                model.eval()
+                callback(epoch, model, row)
+            model.train()
+
+        checkpoint(0.0, 0, 0.0, 0, 0)  # the initial state: metrics row, callback, keep="all"
+        model.train()
+        bar = tqdm(
+            total=config.epochs * steps_per_epoch,
+            disable=None if progress else True,
+            desc=f"train {dataset or 'mlp'}",
+            unit="batch",
+            leave=False,
+        )
+        step = 0
+        loss_sum, correct, seen = 0.0, 0, 0
+        for epoch in range(config.epochs):
+            order = torch.randperm(n_train, generator=order_gen)
+            for b in range(steps_per_epoch):
+                idx = order[b * config.batch_size : (b + 1) * config.batch_size]
+                xb, yb = xt[idx], yt[idx]
+                logits = model(xb)
+                loss = F.cross_entropy(logits, yb)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                step += 1
+                with torch.no_grad():
+                    loss_sum += float(loss) * len(yb)
+                    correct += int((logits.argmax(1) == yb).sum())
+                    seen += len(yb)
+                k = boundaries.get(b + 1)
+                if k is not None:
+                    ep = epoch + k / cpe
+                    checkpoint(ep, step, loss_sum, correct, seen)
+                    bar.set_postfix(val_acc=f"{rows[-1]['val_acc']:.3f}", refresh=False)
+                    loss_sum, correct, seen = 0.0, 0, 0
+                bar.update(1)
+        bar.close()
+    log.info(
+        "trained %s on %s for %d epochs in %.1f s: val_acc %.4f",
+        arch,
+        dataset,
+        config.epochs,
+        time.perf_counter() - t0,
+        rows[-1]["val_acc"],
+    )
+    return final

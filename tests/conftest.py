@@ -1,0 +1,51 @@
+"""Shared test fixtures.
+
+``shared_data_root`` finds the offline torchvision root with real MNIST/Fashion-MNIST:
+``$DGPBENCH_DATA_ROOT`` first, then ``<repo>/../shared/data`` (where CI puts its copy of
+``shared/`` beside the clone). Tests that need real data take this fixture and are skipped
+(only they) when neither place has MNIST.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _has_mnist(root: Path) -> bool:
+    raw = root / "MNIST" / "raw"
+    return all(
+        (raw / name).is_file() or (raw / f"{name}.gz").is_file()
+        for name in (
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        )
+    )
+
+
+def find_shared_data_root() -> Path | None:
+    """Return the first candidate data root holding real MNIST, or None."""
+    candidates = []
+    env = os.environ.get("DGPBENCH_DATA_ROOT", "")
+    if env:
+        candidates.append(Path(env).expanduser())
+    candidates.append(REPO.parent / "shared" / "data")
+    for root in candidates:
+        if _has_mnist(root):
+            return root
+    return None
+
+
+@pytest.fixture(scope="session")
+def shared_data_root() -> Path:
+    """Torchvision data root with real MNIST (and usually Fashion-MNIST); skips if absent."""
+    root = find_shared_data_root()
+    if root is None:
+        pytest.skip("real MNIST not found in $DGPBENCH_DATA_ROOT or <repo>/../shared/data")
+    return root
