@@ -1,0 +1,57 @@
+"""scikit-learn conformance of every dgpbench estimator.
+
+To add an estimator, append an instance to ``ESTIMATORS`` and register its expected failures
+(with reasons) in ``dgpbench/_sklearn_checks.py``; ``xfail_strict=True`` makes an entry that
+starts passing fail the suite, so the registry cannot rot.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from dgpbench._sklearn_checks import expected_failed_checks
+from dgpbench.detection import KSShiftDetector
+
+ESTIMATORS = [
+    KSShiftDetector(),
+    KSShiftDetector(correction="fdr"),
+    KSShiftDetector(alpha=0.1, correction=None),
+]
+
+
+@parametrize_with_checks(
+    ESTIMATORS, expected_failed_checks=expected_failed_checks, xfail_strict=True
+)
+def test_sklearn_api(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+def test_every_expected_failure_has_a_reason(estimator):
+    for name, reason in expected_failed_checks(estimator).items():
+        assert name.startswith("check_"), name
+        assert isinstance(reason, str) and len(reason) > 20, (name, reason)
+
+
+def test_registry_returns_fresh_dict_and_empty_for_unknown():
+    a = expected_failed_checks(KSShiftDetector())
+    a.clear()
+    assert expected_failed_checks(KSShiftDetector())  # mutation did not leak into the registry
+    assert expected_failed_checks(object()) == {}
+
+
+def test_registry_applies_to_subclasses():
+    class Sub(KSShiftDetector):
+        pass
+
+    assert expected_failed_checks(Sub()) == expected_failed_checks(KSShiftDetector())
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import dgpbench._sklearn_checks
+
+    results = doctest.testmod(dgpbench._sklearn_checks)
+    assert results.attempted > 0 and results.failed == 0
