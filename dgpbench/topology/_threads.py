@@ -1,0 +1,42 @@
+"""Scoped numba thread counts: set for one call, always restored (never process-wide)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from numbers import Integral
+
+import numba
+
+
+def resolve_n_jobs(n_jobs: int | None) -> int:
+    """Number of numba threads for ``n_jobs`` (joblib convention).
+
+    ``None`` and ``-1`` mean all of numba's threads; ``k >= 1`` means ``min(k, all)``;
+    ``-k`` means ``all + 1 - k`` (at least 1).
+
+    Raises
+    ------
+    ValueError
+        If ``n_jobs`` is 0 or not an integer.
+    """
+    available = int(numba.config.NUMBA_NUM_THREADS)
+    if n_jobs is None:
+        return available
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+    if n_jobs > 0:
+        return min(int(n_jobs), available)
+    return max(1, available + 1 + int(n_jobs))
+
+
+@contextmanager
+def numba_threads(n_jobs: int | None) -> Iterator[int]:
+    """Run the block with ``resolve_n_jobs(n_jobs)`` numba threads, then restore the setting."""
+    n = resolve_n_jobs(n_jobs)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        numba.set_num_threads(previous)

@@ -1,0 +1,210 @@
+"""Per-sample TU, DGP and MAGDiff kernels against explicitly built activation graphs."""
+
+from __future__ import annotations
+
+import itertools
+import tracemalloc
+
+import numba
+import numpy as np
+import pytest
+import torch
+from test_topology_oracles import dgp_reference, explicit_graphs, tu_reference
+from torch import nn
+
+from dgpbench.graphs import MLPGraph
+from dgpbench.topology import (
+    dgp_representation,
+    magdiff_representation,
+    tu_representation,
+)
+from dgpbench.topology._threads import numba_threads, resolve_n_jobs
+
+
+def _mlp(sizes, act=nn.ReLU, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    modules = []
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
+        lin = nn.Linear(a, b)
+        with torch.no_grad():
+            lin.weight.normal_(0, 1 / np.sqrt(a), generator=gen)
+            lin.bias.uniform_(-0.3, 0.3, generator=gen)
+        modules.append(lin)
+        if i < len(sizes) - 2:
+            modules.append(act())
+    return MLPGraph.from_module(nn.Sequential(*modules))
+
+
+def _inputs(rng, n_samples, n_inputs):
+    X = rng.random((n_samples, n_inputs)).astype(np.float32)
+    X[rng.random(X.shape) < 0.4] = 0.0  # image-like background
+    X[0] = 0.0  # an all-zero sample
+    X[1] = -X[1]  # negative inputs
+    return X
+
+
+NETS = {
+    "relu4": ((9, 8, 7, 6, 3), nn.ReLU),
+    "tanh2": ((6, 5, 4), nn.Tanh),
+    "linear": ((7, 4), nn.ReLU),
+    "bottleneck": ((5, 1, 6, 2), nn.ReLU),
+    "medium": ((40, 30, 30, 10), nn.ReLU),
+}
+
+
+@pytest.fixture(scope="module", params=list(NETS))
+def case(request):
+    sizes, act = NETS[request.param]
+    graph = _mlp(sizes, act, seed=len(request.param))
+    X = _inputs(np.random.default_rng(sizes), 12, sizes[0])
+    return graph, X, explicit_graphs(graph, X)
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_tu_matches_explicit_graphs(case, standardize):
+    graph, X, graphs = case
+    got = tu_representation(graph, X, standardize=standardize, batch_size=5)
+    assert len(got) == graph.n_layers
+    for layer, out in enumerate(got):
+        n, m = graph.weights[layer].shape
+        assert out.shape == (X.shape[0], n + m - 1) and out.dtype == np.float32
+    for q, sample in enumerate(graphs):
+        ref = tu_reference(sample, standardize)
+        for layer, out in enumerate(got):
+            if standardize:
+                np.testing.assert_allclose(out[q], ref[layer], rtol=2e-5, atol=1e-5)
+            else:  # products round exactly as in the explicit graph: bit-identical
+                assert np.array_equal(out[q], ref[layer].astype(np.float32)), (q, layer)
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_dgp_matches_explicit_graphs(case, standardize, normalize):
+    graph, X, graphs = case
+    got = dgp_representation(graph, X, standardize=standardize, normalize=normalize, batch_size=5)
+    assert got.shape == (X.shape[0], graph.n_inputs + graph.n_outputs - 1)
+    assert got.dtype == np.float32
+    for q, sample in enumerate(graphs):
+        ref = dgp_reference(sample, standardize, normalize)
+        if standardize:
+            np.testing.assert_allclose(got[q], ref, rtol=2e-5, atol=1e-6)
+        else:  # S selects entries; scaling by the max commutes exactly
+            assert np.array_equal(got[q], ref.astype(np.float32)), q
+    if normalize:
+        assert got.max() <= 1.0
+
+
+def test_magdiff_matches_explicit_graphs(case):
+    graph, X, graphs = case
+    got = magdiff_representation(graph, X, batch_size=5)
+    n, m = graph.weights[-1].shape
+    assert got.shape == (X.shape[0], n * m) and got.dtype == np.float32
+    for q, sample in enumerate(graphs):
+        assert np.array_equal(got[q], np.abs(sample[-1]).ravel())
+
+
+def test_explicit_reference_agrees_with_activation_graphs():
+    graph = _mlp((9, 8, 7, 6, 3))
+    X = _inputs(np.random.default_rng(0), 4, 9)
+    for q, sample in enumerate(explicit_graphs(graph, X)):
+        for G, ref in zip(graph.activation_graphs(X[q], signed=True), sample, strict=True):
+            np.testing.assert_allclose(G, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_results_do_not_depend_on_batch_size_or_threads():
+    graph = _mlp((30, 20, 20, 5))
+    X = _inputs(np.random.default_rng(1), 23, 30)
+    base_tu = tu_representation(graph, X, batch_size=256)
+    base_dgp = dgp_representation(graph, X, batch_size=256)
+    for kwargs in ({"batch_size": 4}, {"batch_size": 7, "n_jobs": 1}):
+        for a, b in zip(base_tu, tu_representation(graph, X, **kwargs), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)
+        np.testing.assert_allclose(dgp_representation(graph, X, **kwargs), base_dgp, rtol=1e-6)
+    # Same chunks, fewer threads: the very same arithmetic.
+    assert np.array_equal(dgp_representation(graph, X, n_jobs=1), base_dgp)
+
+
+def test_accepts_torch_model_and_torch_tensor():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 2))
+    graph = MLPGraph.from_module(net)
+    X = torch.rand(6, 5)
+    assert np.array_equal(dgp_representation(net, X), dgp_representation(graph, X.numpy()))
+    assert np.array_equal(tu_representation(net, X)[1], tu_representation(graph, X)[1])
+    assert np.array_equal(magdiff_representation(net, X), magdiff_representation(graph, X))
+
+
+def test_streams_without_materialising_graphs():
+    # 2000 samples of a 200-100-100-10 MLP: all activation graphs together would be 250 MB.
+    graph = _mlp((200, 100, 100, 10))
+    X = _inputs(np.random.default_rng(2), 2000, 200)
+    graph_bytes = X.shape[0] * sum(w.size for w in graph.weights) * 4
+    dgp_representation(graph, X[:4])
+    tu_representation(graph, X[:4])  # compile outside the measurement
+    for func in (dgp_representation, tu_representation):
+        tracemalloc.start()
+        func(graph, X, batch_size=64)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < graph_bytes / 20, (func.__name__, peak, graph_bytes)
+
+
+def test_thread_setting_is_scoped():
+    before = numba.get_num_threads()
+    graph = _mlp((6, 5, 4))
+    tu_representation(graph, np.ones((3, 6)), n_jobs=1)
+    assert numba.get_num_threads() == before
+    with pytest.raises(RuntimeError), numba_threads(1):
+        assert numba.get_num_threads() == 1
+        raise RuntimeError
+    assert numba.get_num_threads() == before
+
+
+def test_resolve_n_jobs():
+    available = numba.config.NUMBA_NUM_THREADS
+    assert resolve_n_jobs(None) == available
+    assert resolve_n_jobs(-1) == available
+    assert resolve_n_jobs(1) == 1
+    assert resolve_n_jobs(10_000) == available
+    assert resolve_n_jobs(-10_000) == 1
+    for bad in (0, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="n_jobs"):
+            resolve_n_jobs(bad)
+
+
+@pytest.mark.parametrize(
+    ("X", "kwargs", "exc", "match"),
+    [
+        (np.full((2, 6), np.nan), {}, ValueError, "X contains NaN"),
+        (np.full((2, 6), np.inf), {}, ValueError, "X contains inf"),
+        (np.ones((2, 5)), {}, ValueError, "X has 5 features per sample"),
+        (np.ones(6), {}, ValueError, "X must have 2 dimensions"),
+        (np.ones((0, 6)), {}, ValueError, "X must not be empty"),
+        (np.ones((2, 6)), {"batch_size": 0}, ValueError, "batch_size"),
+        (np.ones((2, 6)), {"batch_size": 2.5}, ValueError, "batch_size"),
+        (np.ones((2, 6)), {"n_jobs": 0}, ValueError, "n_jobs"),
+    ],
+)
+@pytest.mark.parametrize("func", [tu_representation, dgp_representation, magdiff_representation])
+def test_bad_input(func, X, kwargs, exc, match):
+    if func is magdiff_representation and "n_jobs" in kwargs:
+        return
+    with pytest.raises(exc, match=match):
+        func(_mlp((6, 5, 4)), X, **kwargs)
+
+
+@pytest.mark.parametrize("func", [tu_representation, dgp_representation, magdiff_representation])
+def test_bad_graph(func):
+    with pytest.raises(TypeError, match="graph must be"):
+        func([np.ones((2, 2))], np.ones((1, 2)))
+    with pytest.raises(TypeError, match=r"layer 1 \(Softmax\)"):
+        func(nn.Sequential(nn.Linear(2, 2), nn.Softmax(dim=1)), np.ones((1, 2)))
+
+
+def test_standardize_needs_two_edges_per_layer():
+    graph = _mlp((3, 1, 1))
+    with pytest.raises(ValueError, match="layer 1 of the graph has shape \\(1, 1\\)"):
+        dgp_representation(graph, np.ones((2, 3)))
+    with pytest.raises(ValueError, match="at least 2 edges"):
+        tu_representation(graph, np.ones((2, 3)), standardize=True)
+    assert dgp_representation(graph, np.ones((2, 3)), standardize=False).shape == (2, 3)
