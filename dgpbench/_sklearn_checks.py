@@ -27,13 +27,39 @@ _BATCH_LEVEL_DETECTOR: dict[str, str] = {
 }
 
 
+# A transformer over a trained MLP accepts exactly the model's input size; it raises a
+# ValueError naming both sizes otherwise (tested in tests/test_features.py). The conformance
+# test uses a 3-input model, so every check that draws X with another number of features
+# fails on that error before reaching what it checks.
+_FIXED_INPUT_SIZE = "the check draws X with {} features; a transformer over a trained MLP accepts only the model's input size (3 in the conformance test) and raises ValueError naming both sizes"
+_MODEL_TRANSFORMER: dict[str, str] = {
+    "check_dtype_object": _FIXED_INPUT_SIZE.format(10),
+    "check_estimators_dtypes": _FIXED_INPUT_SIZE.format(5),
+    "check_estimators_fit_returns_self": _FIXED_INPUT_SIZE.format(2),
+    "check_estimators_overwrite_params": _FIXED_INPUT_SIZE.format(2),
+    "check_fit2d_1feature": _FIXED_INPUT_SIZE.format(1)
+    + ", so the error names the model's input size, not 'n_features = 1'",
+    "check_fit2d_1sample": _FIXED_INPUT_SIZE.format(10)
+    + ", so the size error comes before any one-sample message",
+    "check_fit_check_is_fitted": _FIXED_INPUT_SIZE.format(2),
+    "check_fit_idempotent": _FIXED_INPUT_SIZE.format(2),
+    "check_n_features_in": _FIXED_INPUT_SIZE.format(2),
+    "check_n_features_in_after_fitting": _FIXED_INPUT_SIZE.format(4)
+    + " (and it expects the mismatch message of scikit-learn's own validation)",
+    "check_positive_only_tag_during_fit": _FIXED_INPUT_SIZE.format(4),
+    "check_readonly_memmap_input": _FIXED_INPUT_SIZE.format(2),
+}
+
+
 def _registry() -> dict[type, dict[str, str]]:
     # Imported here, not at module level, so this module never creates import cycles and the
     # modules of other estimators are loaded only when the registry is consulted.
     from dgpbench.detection import KSShiftDetector
+    from dgpbench.features import _MLPFeatures
 
     return {
         KSShiftDetector: dict(_BATCH_LEVEL_DETECTOR),
+        _MLPFeatures: dict(_MODEL_TRANSFORMER),
     }
 
 

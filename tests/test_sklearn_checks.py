@@ -12,11 +12,33 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dgpbench._sklearn_checks import expected_failed_checks
 from dgpbench.detection import KSShiftDetector
+from dgpbench.features import DGPFeatures, MAGDiffFeatures, SoftmaxFeatures, TUFeatures
+
+
+def _mlp():
+    """A fixed 3-5-3 ReLU MLP (3 inputs: the size most estimator checks draw)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    first, last = torch.nn.Linear(3, 5), torch.nn.Linear(5, 3)
+    with torch.no_grad():
+        for layer in (first, last):
+            layer.weight.copy_(torch.randn(layer.weight.shape, generator=gen))
+            layer.bias.copy_(torch.randn(layer.bias.shape, generator=gen))
+    return torch.nn.Sequential(first, torch.nn.ReLU(), last)
+
 
 ESTIMATORS = [
     KSShiftDetector(),
     KSShiftDetector(correction="fdr"),
     KSShiftDetector(alpha=0.1, correction=None),
+    DGPFeatures(_mlp()),
+    DGPFeatures(_mlp(), standardize=False, representation="raw"),
+    TUFeatures(_mlp()),
+    TUFeatures(_mlp(), standardize=True, representation="raw"),
+    MAGDiffFeatures(_mlp()),
+    SoftmaxFeatures(_mlp()),
+    SoftmaxFeatures(_mlp(), representation="distances"),
 ]
 
 

@@ -1,0 +1,579 @@
+"""scikit-learn transformers that turn images into shift-detection features via a trained MLP.
+
+Each transformer holds a trained torch MLP (``model``: an ``nn.Sequential`` of ``nn.Linear``
+and element-wise activations, or the path of a dgpbench checkpoint) and follows the paper's
+recipe (Section 5.2, "Method"): ``fit(X, y)`` computes a *raw representation* of every
+labelled reference image and stores the per-class means; ``transform(X)`` returns, for every
+image, the vector of L2 distances from its raw representation to each class mean
+(``representation="distances"``, the default), or the raw representation itself
+(``representation="raw"``).
+
+Raw representations:
+
+* :class:`DGPFeatures` - the MST weights of the sample-weighted DGP summary matrix S(x)
+  (Definitions 5.2-5.3), ``n_inputs + n_classes - 1`` values;
+* :class:`TUFeatures` - Topological Uncertainty: per layer, the MST weights of the activation
+  graph; distances are computed per layer and averaged over layers;
+* :class:`MAGDiffFeatures` - the last layer's activation graph, flattened;
+* :class:`SoftmaxFeatures` - the softmax output (BBSD); it returns the softmax vector itself
+  by default (``representation="softmax"``).
+"""
+
+from __future__ import annotations
+
+import os
+from numbers import Integral
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench.graphs import MLPGraph
+from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
+
+__all__ = [
+    "METHODS",
+    "DGPFeatures",
+    "MAGDiffFeatures",
+    "SoftmaxFeatures",
+    "TUFeatures",
+    "make_features",
+]
+
+
+def _flatten_images(X: Any) -> Any:
+    """Flatten (N, C, H, W) or (N, H, W) images (numpy or torch) to (N, D); pass 2-D through."""
+    if hasattr(X, "detach") and hasattr(X, "cpu"):
+        X = X.detach().cpu().numpy()
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) > 2:
+        return np.asarray(X).reshape(shape[0], -1)
+    return X
+
+
+def _load_model(model: Any):
+    """Return the torch module held by ``model`` (a module, or a checkpoint path)."""
+    if model is None:
+        raise ValueError("model is None: pass a trained torch MLP or a checkpoint path")
+    if isinstance(model, str | os.PathLike):
+        from dgpbench.models import load_checkpoint
+
+        return load_checkpoint(model)[0]
+    return model
+
+
+class _MLPFeatures(TransformerMixin, BaseEstimator):
+    """Shared machinery: model loading, input checks, class means, distances."""
+
+    _prefix: ClassVar[str] = "feat"
+    _representations: ClassVar[tuple[str, ...]] = ("distances", "raw")
+
+    _parameter_constraints: ClassVar[dict] = {
+        "model": "no_validation",
+        "representation": [StrOptions({"distances", "raw"})],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Interval(Integral, 1, None, closed="left"), None],
+        "progress": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        representation: str = "distances",
+        batch_size: int = 256,
+        n_jobs: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        self.model = model
+        self.representation = representation
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.progress = progress
+
+    # -- hooks for subclasses -------------------------------------------------------------
+    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
+        """Raw representation of ``X`` as a list of blocks (one per layer for TU)."""
+        raise NotImplementedError
+
+    # -- scikit-learn API ------------------------------------------------------------------
+    def _validate_input(self, X: Any, *, reset: bool) -> np.ndarray:
+        X = validate_data(self, _flatten_images(X), reset=reset, dtype=np.float32)
+        n_in = self.graph_.n_inputs
+        if X.shape[1] != n_in:
+            raise ValueError(
+                f"X has {X.shape[1]} features per sample but the model expects {n_in} inputs"
+            )
+        return X
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any) -> _MLPFeatures:
+        """Store the per-class mean raw representations of labelled reference images.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
+            Labelled reference images (the paper uses 1000 training images), in the scale the
+            model was trained on ([0, 1] for dgpbench models).
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
+        self.graph_ = MLPGraph.from_module(_load_model(self.model))
+        X, y = validate_data(self, _flatten_images(X), y, dtype=np.float32)
+        if X.shape[1] != self.graph_.n_inputs:
+            raise ValueError(
+                f"X has {X.shape[1]} features per sample but the model expects "
+                f"{self.graph_.n_inputs} inputs"
+            )
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        blocks = self._raw_blocks(X)
+        self.class_means_ = [
+            np.stack([b[y_idx == k].mean(axis=0) for k in range(len(self.classes_))])
+            for b in blocks
+        ]
+        self._n_features_out = (
+            len(self.classes_)
+            if self.representation == "distances"
+            else sum(b.shape[1] for b in blocks)
+        )
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Compute the features of every image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
+            Images (numpy or torch).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_out)
+            Distances to each class mean (``representation="distances"``), or the raw
+            representation (``representation="raw"``).
+        """
+        check_is_fitted(self, "class_means_")
+        X = self._validate_input(X, reset=False)
+        blocks = self._raw_blocks(X)
+        if self.representation == "raw":
+            return np.concatenate(blocks, axis=1).astype(np.float64, copy=False)
+        dists = [
+            np.linalg.norm(b[:, None, :].astype(np.float64) - mu[None, :, :], axis=2)
+            for b, mu in zip(blocks, self.class_means_, strict=True)
+        ]
+        return np.mean(dists, axis=0)  # TU averages its per-layer distance vectors
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the output features: ``<method>_dist_class<label>`` or ``<method>_raw<k>``.
+
+        Parameters
+        ----------
+        input_features : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        ndarray of str
+            One name per output column.
+        """
+        check_is_fitted(self, "class_means_")
+        if self.representation == "distances":
+            names = [f"{self._prefix}_dist_class{c}" for c in self.classes_]
+        else:
+            names = [f"{self._prefix}_raw{k}" for k in range(self._n_features_out)]
+        return np.asarray(names, dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.allow_nan = False
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
+
+class DGPFeatures(_MLPFeatures):
+    """Sample-weighted deep graph persistence (DGP) features.
+
+    For each image, the activation graph of the MLP is standardised per layer (optional),
+    made absolute, divided by the sample's global maximum (optional), summarised into the
+    input-by-output matrix S(x) of max-min path values (Algorithm 1), and reduced to the
+    sorted weights of the maximum spanning tree of S(x).
+
+    Parameters
+    ----------
+    model : torch.nn.Sequential or path-like
+        A trained MLP (``nn.Linear`` layers and element-wise activations) or the path of a
+        dgpbench checkpoint.
+    standardize : bool, default=True
+        Standardise each signed layer of the activation graph (subtract its mean, divide by
+        its standard deviation). ``False`` is the ablation "DGP (- norm)".
+    normalize : bool, default=True
+        Divide by the sample's global maximum (the paper's normalisation to [0, 1]).
+    representation : {"distances", "raw"}, default="distances"
+        Return distances to the class means of the reference images, or the raw MST weights.
+    batch_size : int, default=256
+        Samples per chunk (bounds memory).
+    n_jobs : int or None, default=None
+        Threads for the compiled kernels (None: all cores).
+    progress : bool, default=False
+        Show a tqdm progress bar.
+
+    Attributes
+    ----------
+    graph_ : MLPGraph
+        The model's weights in graph orientation.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels seen in ``fit``.
+    class_means_ : list of one ndarray of shape (n_classes, n_inputs + n_outputs - 1)
+        Mean raw representation per class.
+    n_features_in_ : int
+        Number of input features (pixels).
+
+    See Also
+    --------
+    TUFeatures : the per-layer baseline (Topological Uncertainty).
+    KSShiftDetector : the two-sample test applied to these features.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from dgpbench import DGPFeatures
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
+    >>> DGPFeatures(model).fit(X, y).transform(X).shape
+    (30, 3)
+    """
+
+    _prefix = "dgp"
+    _parameter_constraints: ClassVar[dict] = {
+        **_MLPFeatures._parameter_constraints,
+        "standardize": ["boolean"],
+        "normalize": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        standardize: bool = True,
+        normalize: bool = True,
+        representation: str = "distances",
+        batch_size: int = 256,
+        n_jobs: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        super().__init__(
+            model,
+            representation=representation,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+        self.standardize = standardize
+        self.normalize = normalize
+
+    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
+        return [
+            dgp_representation(
+                self.graph_,
+                X,
+                standardize=self.standardize,
+                normalize=self.normalize,
+                batch_size=self.batch_size,
+                n_jobs=self.n_jobs,
+                progress=self.progress,
+            )
+        ]
+
+
+class TUFeatures(_MLPFeatures):
+    """Topological Uncertainty (TU) features (Lacombe et al., 2021).
+
+    Per layer, the sorted maximum-spanning-tree weights of the absolute activation graph
+    ``|a_i W_ij|``; with ``representation="distances"`` the distance vectors to the class
+    means are computed per layer and averaged over layers (as in the paper).
+
+    Parameters
+    ----------
+    model : torch.nn.Sequential or path-like
+        A trained MLP or the path of a dgpbench checkpoint.
+    standardize : bool, default=False
+        Standardise each signed layer first: the ablation "TU (+ norm)".
+    representation : {"distances", "raw"}, default="distances"
+        Distances to class means, or the raw per-layer MST weights concatenated.
+    batch_size : int, default=256
+        Samples per chunk.
+    n_jobs : int or None, default=None
+        Threads for the compiled kernels.
+    progress : bool, default=False
+        Show a tqdm progress bar.
+
+    Attributes
+    ----------
+    graph_ : MLPGraph
+        The model's weights in graph orientation.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels seen in ``fit``.
+    class_means_ : list of ndarray, one of shape (n_classes, n_l + m_l - 1) per layer
+        Mean raw representation per class and layer.
+    n_features_in_ : int
+        Number of input features.
+
+    See Also
+    --------
+    DGPFeatures : the whole-network alternative proposed in the paper.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from dgpbench import TUFeatures
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
+    >>> TUFeatures(model, representation="raw").fit(X, y).transform(X).shape
+    (30, 15)
+    """
+
+    _prefix = "tu"
+    _parameter_constraints: ClassVar[dict] = {
+        **_MLPFeatures._parameter_constraints,
+        "standardize": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        standardize: bool = False,
+        representation: str = "distances",
+        batch_size: int = 256,
+        n_jobs: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        super().__init__(
+            model,
+            representation=representation,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+        self.standardize = standardize
+
+    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
+        return tu_representation(
+            self.graph_,
+            X,
+            standardize=self.standardize,
+            batch_size=self.batch_size,
+            n_jobs=self.n_jobs,
+            progress=self.progress,
+        )
+
+
+class MAGDiffFeatures(_MLPFeatures):
+    """MAGDiff features (Hensel et al., 2023): the last layer's activation graph.
+
+    The raw representation is the flattened ``|a_i W_ij|`` of the final linear map
+    (``n_{L-1} * n_outputs`` values); features are distances to the class means.
+
+    Parameters
+    ----------
+    model : torch.nn.Sequential or path-like
+        A trained MLP or the path of a dgpbench checkpoint.
+    representation : {"distances", "raw"}, default="distances"
+        Distances to class means, or the flattened activation graph.
+    batch_size : int, default=256
+        Samples per chunk.
+    n_jobs : int or None, default=None
+        Unused (kept for a uniform interface).
+    progress : bool, default=False
+        Unused (the computation is a single matrix product per chunk).
+
+    Attributes
+    ----------
+    graph_ : MLPGraph
+        The model's weights in graph orientation.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels seen in ``fit``.
+    class_means_ : list of one ndarray of shape (n_classes, n_{L-1} * n_outputs)
+        Mean raw representation per class.
+    n_features_in_ : int
+        Number of input features.
+
+    See Also
+    --------
+    DGPFeatures, TUFeatures
+
+    Examples
+    --------
+    >>> import torch
+    >>> from dgpbench import MAGDiffFeatures
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
+    >>> MAGDiffFeatures(model).fit(X, y).transform(X).shape
+    (30, 3)
+    """
+
+    _prefix = "magdiff"
+
+    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
+        return [magdiff_representation(self.graph_, X, batch_size=self.batch_size)]
+
+
+class SoftmaxFeatures(_MLPFeatures):
+    """Softmax outputs of the model (BBSD, Rabanser et al., 2019).
+
+    Parameters
+    ----------
+    model : torch.nn.Sequential or path-like
+        A trained MLP or the path of a dgpbench checkpoint.
+    representation : {"softmax", "distances"}, default="softmax"
+        The softmax vector itself (the paper's baseline), or its distances to the class
+        means of the reference images.
+    batch_size : int, default=256
+        Samples per chunk.
+    n_jobs : int or None, default=None
+        Unused (kept for a uniform interface).
+    progress : bool, default=False
+        Unused.
+
+    Attributes
+    ----------
+    graph_ : MLPGraph
+        The model's weights in graph orientation.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels seen in ``fit``.
+    class_means_ : list of one ndarray of shape (n_classes, n_outputs)
+        Mean softmax vector per class.
+    n_features_in_ : int
+        Number of input features.
+
+    See Also
+    --------
+    DGPFeatures
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from dgpbench import SoftmaxFeatures
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
+    >>> P = SoftmaxFeatures(model).fit(X, y).transform(X)
+    >>> P.shape, bool(np.allclose(P.sum(axis=1), 1.0))
+    ((30, 3), True)
+    """
+
+    _prefix = "softmax"
+    _parameter_constraints: ClassVar[dict] = {
+        **_MLPFeatures._parameter_constraints,
+        "representation": [StrOptions({"softmax", "distances"})],
+    }
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        representation: str = "softmax",
+        batch_size: int = 256,
+        n_jobs: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        super().__init__(
+            model,
+            representation=representation,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+
+    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
+        bs = self.batch_size
+        logits = np.concatenate(
+            [self.graph_.forward(X[i : i + bs]) for i in range(0, len(X), bs)]
+        ).astype(np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        return [p / p.sum(axis=1, keepdims=True)]
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Softmax vectors (default) or their distances to the class means.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
+            Images.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs) or (n_samples, n_classes)
+            Softmax probabilities, or distances to the class means.
+        """
+        if self.representation == "softmax":
+            check_is_fitted(self, "class_means_")
+            return self._raw_blocks(self._validate_input(X, reset=False))[0]  # float64
+        return super().transform(X)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the output features (``softmax_p<k>`` or ``softmax_dist_class<label>``).
+
+        Parameters
+        ----------
+        input_features : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        ndarray of str
+            One name per output column.
+        """
+        check_is_fitted(self, "class_means_")
+        if self.representation == "softmax":
+            return np.asarray([f"softmax_p{k}" for k in range(self.graph_.n_outputs)], dtype=object)
+        return super().get_feature_names_out(input_features)
+
+
+# The paper's methods and ablation variants, by the names the config and tables use.
+METHODS: dict[str, tuple[type[_MLPFeatures], dict[str, Any], str]] = {
+    "softmax": (SoftmaxFeatures, {}, "Softmax"),
+    "tu": (TUFeatures, {"standardize": False}, "TU"),
+    "tu_norm": (TUFeatures, {"standardize": True}, "TU (+ norm)"),
+    "magdiff": (MAGDiffFeatures, {}, "MAGDiff"),
+    "dgp_nonorm": (DGPFeatures, {"standardize": False}, "DGP (- norm)"),
+    "dgp": (DGPFeatures, {"standardize": True}, "DGP"),
+}
+
+
+def make_features(method: str, model: Any, **params: Any) -> _MLPFeatures:
+    """Build the transformer of a named method (``softmax``, ``tu``, ``tu_norm``, ...).
+
+    Parameters
+    ----------
+    method : str
+        A key of :data:`METHODS`.
+    model : torch.nn.Sequential or path-like
+        The trained MLP.
+    **params
+        Further constructor parameters (``batch_size``, ``n_jobs``, ``progress``).
+
+    Returns
+    -------
+    transformer
+        An unfitted transformer.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is unknown.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
+    cls, fixed, _ = METHODS[method]
+    return cls(model, **fixed, **params)

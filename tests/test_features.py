@@ -1,0 +1,151 @@
+"""The four feature transformers: scikit-learn behaviour and the paper's detection task."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+
+from dgpbench import DGPFeatures, KSShiftDetector, MAGDiffFeatures, SoftmaxFeatures, TUFeatures
+from dgpbench.corruptions import corrupt
+from dgpbench.data import load_dataset
+from dgpbench.features import METHODS, make_features
+from dgpbench.models import ArchConfig, TrainConfig, load_checkpoint, train_mlp
+from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
+
+ALL = (DGPFeatures, TUFeatures, MAGDiffFeatures, SoftmaxFeatures)
+
+
+@pytest.fixture(scope="module")
+def digits_model(tmp_path_factory):
+    """A 64-32-32-10 ReLU MLP trained on digits for a few seconds, and the digits splits."""
+    x_train, y_train = load_dataset("digits", split="train")
+    x_test, y_test = load_dataset("digits", split="test")
+    out = tmp_path_factory.mktemp("model")
+    arch = ArchConfig(n_inputs=64, hidden=32, n_layers=3, n_classes=10)
+    config = TrainConfig(epochs=15, seed=0, lr=3e-3, threads=2)
+    ckpt = train_mlp(x_train, y_train, arch, config, out, dataset="digits", progress=False)
+    model, _ = load_checkpoint(ckpt)
+    return {"model": model, "path": ckpt, "train": (x_train, y_train), "test": (x_test, y_test)}
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_shapes_names_and_pandas_output(cls, digits_model):
+    x, y = digits_model["train"]
+    est = cls(digits_model["model"]).fit(x[:200], y[:200])
+    out = est.transform(digits_model["test"][0][:7])
+    assert out.shape == (7, 10)
+    names = est.get_feature_names_out()
+    assert len(names) == 10 and len(set(names)) == 10
+    frame = clone(est).set_output(transform="pandas").fit(x[:200], y[:200]).transform(x[:3])
+    assert list(frame.columns) == list(names)
+    assert est.n_features_in_ == 64
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_image_layouts_and_torch_input_agree(cls, digits_model):
+    x, y = digits_model["train"]
+    est = cls(digits_model["model"]).fit(x[:100], y[:100])
+    flat = est.transform(x[:5].reshape(5, -1))
+    np.testing.assert_array_equal(est.transform(x[:5]), flat)  # (N, 1, 8, 8)
+    np.testing.assert_array_equal(est.transform(x[:5, 0]), flat)  # (N, 8, 8)
+    np.testing.assert_array_equal(est.transform(torch.from_numpy(x[:5])), flat)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_errors(cls, digits_model):
+    x, y = digits_model["train"]
+    with pytest.raises(NotFittedError):
+        cls(digits_model["model"]).transform(x[:3])
+    est = cls(digits_model["model"]).fit(x[:50], y[:50])
+    with pytest.raises(ValueError, match=r"(?s)(49|64).*(49|64)"):
+        est.transform(np.zeros((3, 49), dtype=np.float32))
+    bad = x[:3].reshape(3, -1).copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.transform(bad)
+    with pytest.raises(ValueError, match="model"):
+        cls().fit(x[:10], y[:10])
+
+
+def test_checkpoint_path_pickle_and_clone(digits_model, tmp_path):
+    x, y = digits_model["train"]
+    est = DGPFeatures(digits_model["path"]).fit(x[:100], y[:100])
+    ref = DGPFeatures(digits_model["model"]).fit(x[:100], y[:100]).transform(x[100:110])
+    np.testing.assert_allclose(est.transform(x[100:110]), ref)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.transform(x[100:110]), est.transform(x[100:110]))
+    assert clone(est).get_params()["model"] == digits_model["path"]
+
+
+def test_raw_representations_are_the_kernels(digits_model):
+    x, y = digits_model["train"]
+    model = digits_model["model"]
+    flat = x[:20].reshape(20, -1)
+    dgp = DGPFeatures(model, representation="raw").fit(flat, y[:20])
+    np.testing.assert_array_equal(dgp.transform(flat), dgp_representation(dgp.graph_, flat))
+    tu = TUFeatures(model, representation="raw", standardize=True).fit(flat, y[:20])
+    np.testing.assert_array_equal(
+        tu.transform(flat), np.concatenate(tu_representation(tu.graph_, flat, standardize=True), 1)
+    )
+    mag = MAGDiffFeatures(model, representation="raw").fit(flat, y[:20])
+    np.testing.assert_array_equal(mag.transform(flat), magdiff_representation(mag.graph_, flat))
+
+
+def test_distances_follow_the_definition(digits_model):
+    """Delta_j(x) = ||f(x) - mu_j||_2 with mu_j the class mean of raw representations."""
+    x, y = digits_model["train"]
+    flat = x[:200].reshape(200, -1)
+    tu = TUFeatures(digits_model["model"]).fit(flat, y[:200])
+    blocks = tu_representation(tu.graph_, flat)
+    expected = np.zeros((5, 10))
+    for block in blocks:  # per layer, then averaged over layers
+        means = np.stack([block[y[:200] == c].mean(0) for c in range(10)])
+        expected += np.linalg.norm(block[:5, None, :] - means[None], axis=2) / len(blocks)
+    np.testing.assert_allclose(tu.transform(flat[:5]), expected, rtol=1e-6)
+
+
+def test_make_features_registry(digits_model):
+    assert set(METHODS) == {"softmax", "tu", "tu_norm", "magdiff", "dgp", "dgp_nonorm"}
+    assert make_features("dgp_nonorm", digits_model["model"]).standardize is False
+    assert make_features("tu_norm", digits_model["model"]).standardize is True
+    with pytest.raises(ValueError, match="unknown method"):
+        make_features("persistence", digits_model["model"])
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_detects_strong_gaussian_noise_and_is_calibrated(cls, digits_model):
+    """The paper's task on digits: GN intensity 6 at n = 100; clean vs clean at alpha = 0.05."""
+    x_train, y_train = digits_model["train"]
+    x_test, _ = digits_model["test"]
+    feats = cls(digits_model["model"]).fit(x_train, y_train)
+    clean = feats.transform(x_test)
+    noisy = feats.transform(corrupt(x_test, "GN", 6, dataset="digits", seed=1))
+    rng = np.random.default_rng(0)
+    n = 100
+    hits = 0
+    for _ in range(20):
+        ref = rng.choice(len(x_test), n, replace=False)
+        test = rng.choice(len(x_test), n, replace=False)
+        hits += KSShiftDetector().fit(clean[ref]).predict(noisy[test])
+    assert hits >= 15, f"{cls.__name__} detected only {hits}/20 noisy batches"
+    false = 0
+    for _ in range(100):
+        ref = rng.choice(len(x_test), n, replace=False)
+        test = rng.choice(len(x_test), n, replace=False)
+        false += KSShiftDetector().fit(clean[ref]).predict(clean[test])
+    assert false <= 8, f"{cls.__name__} rejected {false}/100 clean batches"
+
+
+def test_pipeline_predict(digits_model):
+    x_train, y_train = digits_model["train"]
+    x_test, _ = digits_model["test"]
+    feats = DGPFeatures(digits_model["model"]).fit(x_train, y_train)
+    det = KSShiftDetector().fit(feats.transform(x_test[:200]))
+    pipe = make_pipeline(feats, det)
+    noisy = corrupt(x_test[200:400], "UN", 6, dataset="digits", seed=0)
+    assert pipe.predict(noisy) == det.predict(feats.transform(noisy))
+    assert bool(pipe.predict(noisy)) is True
