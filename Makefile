@@ -6,11 +6,12 @@ STAMP  := $(VENV)/.installed
 CORES  ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv test bench lint run slurm-up slurm-down clean
+.PHONY: help venv test bench lint run analysis slurm-up slurm-down clean
 
 help:
 	@echo "make test   - create .venv if needed, install dgpbench[dev], run the test suite"
 	@echo "make run    - same set-up, run the workflow's default target (snakemake --cores $(CORES))"
+	@echo "make analysis - the neural-persistence analyses (Sections 3-4, appendix)"
 	@echo "make bench  - run the speed benchmarks under benchmarks/"
 	@echo "make lint   - ruff check"
 
@@ -35,7 +36,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 run: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --profile workflow/profiles/local
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dgpbench run --cores $(CORES) --profile workflow/profiles/local
 
 slurm-up:
 	bash scripts/slurm.sh start
@@ -45,3 +46,7 @@ slurm-down:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .benchmarks
+
+# The neural-persistence analyses of Sections 3-4 (a separate target: ~10 min on 2 cores).
+analysis: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dgpbench run analysis --cores $(CORES) --profile workflow/profiles/local

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -22,8 +23,16 @@ Subcommand = tuple[
 SUBCOMMANDS: dict[str, Subcommand] = {}
 
 
+class CommandError(Exception):
+    """A user-facing failure of a subcommand: printed as one line, exit status 2."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every registered subcommand."""
+    import dgpbench.analysis.steps  # registers `dgpbench analysis`
+    import dgpbench.runner
+    import dgpbench.steps  # noqa: F401  (registers the workflow subcommands)
+
     parser = argparse.ArgumentParser(
         prog="dgpbench",
         description="Deep graph persistence and baselines for covariate-shift detection.",
@@ -41,20 +50,32 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dgpbench`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
+        # `dgpbench run` hands every further argument to snakemake untouched.
+        args = parser.parse_args(["run"])
+        args.snakemake_args = argv[1:]
+    else:
+        args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if os.environ.get("SLURM_JOB_ID"):
+        log.info("running in SLURM job %s", os.environ["SLURM_JOB_ID"])
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return 0
     try:
         return int(args._run(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, KeyError) as exc:
+    except (CommandError, ValueError, TypeError, KeyError, OSError) as exc:  # user mistakes
         print(f"dgpbench {args.command}: error: {exc}", file=sys.stderr)
         return 2
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run the imported module's main: subcommands register in `dgpbench.cli.SUBCOMMANDS`,
+    # not in this `__main__` copy of the module.
+    from dgpbench.cli import main as _main
+
+    sys.exit(_main())

@@ -592,6 +592,10 @@ def train_mlp(
     _write_split(out / "split.npz", train_idx, val_idx)
     n_train = len(yt)
     steps_per_epoch = math.ceil(n_train / config.batch_size)
+    if arch.batchnorm and n_train % config.batch_size == 1 and n_train > 1:
+        # Batch norm cannot normalise a batch of one image in training mode: skip that last
+        # single image of each (reshuffled) epoch, like a DataLoader with drop_last would.
+        steps_per_epoch -= 1
     cpe = config.checkpoints_per_epoch
     # Step (within an epoch) after which checkpoint k of that epoch is taken.
     boundaries = {round(k * steps_per_epoch / cpe): k for k in range(1, cpe + 1)}

@@ -192,4 +192,3 @@ def test_activation_graphs_bad_input():
         g.activation_graphs(np.ones((1, 6)))
     with pytest.raises(ValueError, match="x has 5 features"):
         g.activation_graphs(np.ones(5))
-

@@ -360,3 +360,17 @@ def test_missing_checkpoint(tmp_path):
 def test_save_checkpoint_needs_arch(tmp_path):
     with pytest.raises(ValueError, match="arch"):
         save_checkpoint(tmp_path / "x.pt", build_mlp(2, 2, 1, 2), {"epoch": 0})
+
+
+def test_batchnorm_trains_when_the_last_batch_would_hold_one_image(tmp_path):
+    """33 training images, batch 32: batch norm must not see a batch of one."""
+    from dgpbench.models import ArchConfig, TrainConfig, load_checkpoint, train_mlp
+
+    rng = np.random.default_rng(0)
+    x = rng.random((33, 6), dtype=np.float32)
+    y = np.arange(33) % 3
+    arch = ArchConfig(n_inputs=6, hidden=4, n_layers=3, n_classes=3, batchnorm=True)
+    config = TrainConfig(epochs=2, batch_size=32, val_fraction=0.0, checkpoints_per_epoch=1)
+    ckpt = train_mlp(x, y, arch, config, tmp_path, progress=False)
+    model, _ = load_checkpoint(ckpt)
+    assert any(isinstance(m, torch.nn.BatchNorm1d) for m in model)

@@ -1,0 +1,37 @@
+# dgpbench workflow: train -> images/corrupt -> features -> detect/calibrate -> aggregate ->
+# tables and figures. Configuration: config.yaml (validated against
+# workflow/schemas/config.schema.yaml); the paper's grid: --configfile config/paper.yaml.
+# Every rule calls one `dgpbench` subcommand, so each step also runs by hand.
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/images.smk"
+include: "workflow/rules/features.smk"
+include: "workflow/rules/detect.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/analysis.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.tables.output,
+        rules.figures.output,
+
+
+rule analysis:
+    """The neural-persistence analyses (targets 1-9 of issue 7); not part of `all`."""
+    input:
+        rules.analysis_permutation.output,
+        rules.analysis_np_variance.output,
+        rules.analysis_bounds.output,
+        rules.analysis_np_factors.output,
+        rules.analysis_size.output,
+        rules.analysis_weights.output,
+        rules.analysis_early_stopping.output,
+        rules.analysis_regularisers.output,
+        rules.analysis_dgp_variance.output,

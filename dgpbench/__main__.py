@@ -1,0 +1,7 @@
+"""``python -m dgpbench``: the ``dgpbench`` command line."""
+
+import sys
+
+from dgpbench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,91 @@
+"""Atomic file output: write to a temporary file in the target folder, then rename.
+
+A run killed mid-write leaves either the old file or no file, never a truncated one, so an
+interrupted workflow resumes cleanly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success move it onto ``path``.
+
+    Parameters
+    ----------
+    path : path-like
+        The final destination. Missing parent folders are created.
+    suffix : str, optional
+        Suffix of the temporary file (some writers, like ``np.savez``, append one otherwise).
+
+    Yields
+    ------
+    pathlib.Path
+        Where the caller writes. It is removed if the block raises.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def save_npz(path: str | os.PathLike, **arrays: Any) -> None:
+    """Save arrays to an uncompressed ``.npz`` atomically."""
+    with atomic_path(path, suffix=".npz") as tmp:
+        np.savez(tmp, **arrays)
+
+
+def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Load every array of an ``.npz`` into memory, with a clear error for a bad file."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # zipfile/pickle errors: truncated or not an npz at all
+        raise ValueError(f"{path}: not a readable .npz file ({exc})") from exc
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write a text file atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_csv(path: str | os.PathLike, frame: pd.DataFrame, **kwargs: Any) -> None:
+    """Write a DataFrame as CSV atomically (no index unless asked; fixed float format)."""
+    kwargs.setdefault("index", False)
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, **kwargs)
+
+
+def save_figure(fig: Any, stem: str | os.PathLike, **savefig_kwargs: Any) -> list[Path]:
+    """Write a matplotlib figure to ``<stem>.png`` (150 dpi) and ``<stem>.pdf`` atomically.
+
+    Metadata dates and software versions are dropped so that reruns give identical files.
+    Further keyword arguments go to ``Figure.savefig`` (e.g. ``bbox_inches="tight"``).
+    """
+    stem = Path(stem)
+    paths = []
+    for ext, meta in ((".png", {"Software": None}), (".pdf", {"CreationDate": None})):
+        target = stem.with_name(stem.name + ext)
+        with atomic_path(target, suffix=ext) as tmp:
+            fig.savefig(tmp, dpi=150, metadata=meta, format=ext[1:], **savefig_kwargs)
+        paths.append(target)
+    return paths

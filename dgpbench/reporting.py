@@ -1,0 +1,424 @@
+"""Tables and figures in the paper's layout from the aggregated detection records.
+
+Input: one tidy frame of bootstrap records with the columns ``dataset, hidden, layers, seed,
+method, corruption, intensity, n, delta, draw, rejected`` (``corruption == "none"`` and
+``delta == 0`` for the calibration runs). A table cell is the detection ratio in percent: the
+mean of ``rejected`` over models x intensities x deltas x draws (the paper's aggregation).
+The CSV versions add a 95% Wilson score interval that treats every draw as an independent
+Bernoulli trial (draws share images and models, so read it as a lower bound on uncertainty).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dgpbench.features import METHODS
+from dgpbench.io import save_figure, write_csv, write_text
+from dgpbench.protocol import detection_ratio
+
+log = logging.getLogger(__name__)
+
+MAIN_METHODS = ("softmax", "tu", "magdiff", "dgp")
+ABLATION_METHODS = ("tu", "tu_norm", "dgp_nonorm", "dgp")
+CALIBRATION_METHODS = ("tu", "dgp")
+CORRUPTION_ORDER = ("GB", "GN", "PD", "UN")
+DATASET_LABELS = {
+    "mnist": "MNIST",
+    "fashion-mnist": "Fashion-MNIST",
+    "cifar10": "CIFAR-10",
+    "emnist": "EMNIST",
+    "digits": "Digits",
+}
+
+
+def method_label(method: str) -> str:
+    """Display name of a method (``"dgp_nonorm"`` -> ``"DGP (- norm)"``)."""
+    return METHODS[method][2] if method in METHODS else method
+
+
+def dataset_label(dataset: str) -> str:
+    """Display name of a data set (``npz:`` paths show their file stem)."""
+    if dataset.startswith("npz:"):
+        return Path(dataset[4:]).stem
+    return DATASET_LABELS.get(dataset, dataset)
+
+
+def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
+    present = list(dict.fromkeys(values))
+    return [v for v in order if v in present] + sorted(v for v in present if v not in order)
+
+
+# --------------------------------------------------------------------------------------------
+# Cells
+# --------------------------------------------------------------------------------------------
+def detection_cells(records: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Detection ratio (percent) with a Wilson 95% interval for every group of ``by``."""
+    cells = detection_ratio(records, by=list(by))
+    cells["ratio_pct"] = 100.0 * cells["detection_ratio"]
+    cells["ci_low_pct"] = 100.0 * cells["ci_low"]
+    cells["ci_high_pct"] = 100.0 * cells["ci_high"]
+    return cells.rename(columns={"count": "n_draws"})
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _mark(cells: pd.DataFrame, group: Sequence[str], among: Sequence[str]) -> pd.DataFrame:
+    """Add ``best`` (max over ``among`` methods per group) and ``star`` (better of TU and DGP)."""
+    cells = cells.copy()
+    rounded = cells["ratio_pct"].round(1)  # ties are judged on the printed value
+    in_set = cells["method"].isin(among)
+    best = rounded.where(in_set).groupby([cells[g] for g in group]).transform("max")
+    cells["best"] = in_set & (rounded == best)
+    pair = cells["method"].isin(("tu", "dgp"))
+    pair_best = rounded.where(pair).groupby([cells[g] for g in group]).transform("max")
+    pair_n = pair.groupby([cells[g] for g in group]).transform("sum")
+    # a star only when both TU and DGP are present and one is strictly better
+    pair_min = rounded.where(pair).groupby([cells[g] for g in group]).transform("min")
+    cells["star"] = pair & (pair_n == 2) & (rounded == pair_best) & (pair_best > pair_min)
+    return cells
+
+
+def _decorate(cells: pd.DataFrame, style: str) -> pd.Series:
+    text = cells["ratio_pct"].map(_fmt)
+    star = np.where(cells["star"], "*", "")
+    if style == "md":
+        body = np.where(cells["best"], "**" + text + "**", text)
+    elif style == "tex":
+        body = np.where(cells["best"], r"\textbf{" + text + "}", text)
+    else:
+        body = text
+    return pd.Series(body, index=cells.index) + star
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------
+def _pivot(
+    cells: pd.DataFrame, rows: list[str], cols: list[str], values: pd.Series
+) -> pd.DataFrame:
+    frame = cells[rows + cols].copy()
+    frame["value"] = values.to_numpy()
+    wide = frame.pivot_table(index=rows, columns=cols, values="value", aggfunc="first", sort=False)
+    return wide
+
+
+def _to_markdown(wide: pd.DataFrame, title: str) -> str:
+    cols = [" / ".join(str(x) for x in (c if isinstance(c, tuple) else (c,))) for c in wide.columns]
+    idx_names = [str(n) for n in wide.index.names]
+    lines = [f"### {title}", "", "| " + " | ".join(idx_names + cols) + " |"]
+    lines.append("|" + "---|" * (len(idx_names) + len(cols)))
+    for key, row in wide.iterrows():
+        keys = key if isinstance(key, tuple) else (key,)
+        vals = ["" if pd.isna(v) else str(v) for v in row.to_numpy()]
+        lines.append("| " + " | ".join([str(k) for k in keys] + vals) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _tex_escape(text: str) -> str:
+    return str(text).replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
+
+
+def _to_latex(wide: pd.DataFrame, caption: str, label: str) -> str:
+    n_idx = wide.index.nlevels
+    col_tuples = [c if isinstance(c, tuple) else (c,) for c in wide.columns]
+    n_levels = len(col_tuples[0]) if col_tuples else 1
+    lines = [
+        r"\begin{table}",
+        r"\centering",
+        r"\begin{tabular}{" + "l" * n_idx + "r" * len(col_tuples) + "}",
+        r"\toprule",
+    ]
+    for level in range(n_levels):
+        header = (
+            [""] * n_idx if level < n_levels - 1 else [_tex_escape(n) for n in wide.index.names]
+        )
+        cells: list[str] = []
+        prev, span = None, 0
+        for c in col_tuples:
+            if c[level] == prev and level < n_levels - 1:
+                span += 1
+                continue
+            if prev is not None:
+                cells.append(
+                    rf"\multicolumn{{{span}}}{{c}}{{{_tex_escape(prev)}}}"
+                    if span > 1
+                    else _tex_escape(prev)
+                )
+            prev, span = c[level], 1
+        if prev is not None:
+            cells.append(
+                rf"\multicolumn{{{span}}}{{c}}{{{_tex_escape(prev)}}}"
+                if span > 1
+                else _tex_escape(prev)
+            )
+        lines.append(" & ".join(header + cells) + r" \\")
+    lines.append(r"\midrule")
+    for key, row in wide.iterrows():
+        keys = key if isinstance(key, tuple) else (key,)
+        vals = ["" if pd.isna(v) else str(v) for v in row.to_numpy()]
+        lines.append(" & ".join([_tex_escape(k) for k in keys] + vals) + r" \\")
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(
+    cells: pd.DataFrame,
+    rows: list[str],
+    cols: list[str],
+    out_stem: str | os.PathLike,
+    *,
+    title: str,
+    label: str,
+) -> None:
+    """Write ``<stem>.csv`` (long form with intervals), ``<stem>.md`` and ``<stem>.tex``."""
+    stem = Path(out_stem)
+    keep = [
+        c
+        for c in [
+            *rows,
+            *cols,
+            "ratio_pct",
+            "ci_low_pct",
+            "ci_high_pct",
+            "n_draws",
+            "n_rejected",
+            "best",
+            "star",
+        ]
+        if c in cells.columns
+    ]
+    long = cells[keep].copy()
+    for c in ("ratio_pct", "ci_low_pct", "ci_high_pct"):
+        long[c] = long[c].round(4)
+    write_csv(stem.with_suffix(".csv"), long)
+    write_text(
+        stem.with_suffix(".md"),
+        _to_markdown(_pivot(cells, rows, cols, _decorate(cells, "md")), title),
+    )
+    write_text(
+        stem.with_suffix(".tex"),
+        _to_latex(_pivot(cells, rows, cols, _decorate(cells, "tex")), _tex_escape(title), label),
+    )
+
+
+def write_empty_table(out_stem: str | os.PathLike, *, title: str, note: str) -> None:
+    """Write the three files of a table that has no data in this configuration, saying why."""
+    stem = Path(out_stem)
+    write_csv(stem.with_suffix(".csv"), pd.DataFrame({"note": [note]}))
+    write_text(stem.with_suffix(".md"), f"### {title}\n\n{note}\n")
+    write_text(stem.with_suffix(".tex"), f"% {title}\n% {note}\n")
+
+
+def _labelled(cells: pd.DataFrame) -> pd.DataFrame:
+    """Replace codes by display labels, keeping a deterministic row/column order."""
+    cells = cells.copy()
+    if "method" in cells:
+        order = [m for m in METHODS if m in set(cells["method"])]
+        cells["Method"] = pd.Categorical(
+            cells["method"].map(method_label), [method_label(m) for m in order]
+        )
+    if "dataset" in cells:
+        order = sorted(set(cells["dataset"]), key=dataset_label)
+        cells["Dataset"] = pd.Categorical(
+            cells["dataset"].map(dataset_label), [dataset_label(d) for d in order]
+        )
+    if "corruption" in cells:
+        cells["Corruption"] = pd.Categorical(
+            cells["corruption"], _ordered(cells["corruption"], CORRUPTION_ORDER)
+        )
+    return cells.sort_values(
+        [c for c in ("n", "Dataset", "Corruption", "Method") if c in cells]
+    ).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's tables
+# --------------------------------------------------------------------------------------------
+def shift_records(records: pd.DataFrame) -> pd.DataFrame:
+    """Records of corrupted batches (delta > 0)."""
+    return records[(records["delta"] > 0) & (records["corruption"] != "none")]
+
+
+def main_table(
+    records: pd.DataFrame, out_dir: str | os.PathLike, methods: Sequence[str] = MAIN_METHODS
+) -> pd.DataFrame:
+    """Table 1: rows n x method, columns dataset x corruption."""
+    rec = shift_records(records)
+    rec = rec[rec["method"].isin(methods)]
+    cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
+    cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], methods))
+    write_table(
+        cells,
+        ["n", "Method"],
+        ["Dataset", "Corruption"],
+        Path(out_dir) / "table1_shift_detection",
+        title="Covariate shift detection ratio (%); bold = best per column and n; * = better of DGP and TU",
+        label="tab:dnp:results",
+    )
+    return cells
+
+
+def ablation_tables(
+    records: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    datasets: Sequence[str],
+    ns_main: Sequence[int] = (20, 50, 100),
+) -> pd.DataFrame:
+    """The ablation table (n in ``ns_main``) and its full appendix version (all n)."""
+    rec = shift_records(records)
+    rec = rec[rec["method"].isin(ABLATION_METHODS) & rec["dataset"].isin(datasets)]
+    if rec.empty:
+        note = "No ablation data set in this configuration (config key ablation.datasets)."
+        for stem in ("table2_ablation", "table_appendix_ablation_full"):
+            write_empty_table(Path(out_dir) / stem, title="Ablation", note=note)
+        return pd.DataFrame()
+    cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
+    cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], ABLATION_METHODS))
+    short = cells[cells["n"].isin(ns_main)]
+    names = ", ".join(dataset_label(d) for d in datasets)
+    write_table(
+        short,
+        ["Dataset", "Method"],
+        ["n", "Corruption"],
+        Path(out_dir) / "table2_ablation",
+        title=f"Ablation on {names}: detection ratio (%); norm = layer-wise standardisation",
+        label="tab:onp:ablation",
+    )
+    write_table(
+        cells,
+        ["Dataset", "n", "Corruption"],
+        ["Method"],
+        Path(out_dir) / "table_appendix_ablation_full",
+        title=f"Full ablation on {names}: detection ratio (%)",
+        label="tab:appendix:additional:onp:ablation:full",
+    )
+    return cells
+
+
+def calibration_table(records: pd.DataFrame, out_dir: str | os.PathLike) -> pd.DataFrame:
+    """False detection rates (delta = 0): rows n x method, columns data set.
+
+    The paper shows TU and DGP; every computed method is included here, the paper's two first.
+    """
+    rec = records[(records["delta"] == 0) | (records["corruption"] == "none")]
+    cells = detection_cells(rec, ["dataset", "n", "method"])
+    cells["best"] = False
+    cells["star"] = False
+    cells = _labelled(cells)
+    write_table(
+        cells,
+        ["n", "Method"],
+        ["Dataset"],
+        Path(out_dir) / "table_appendix_calibration",
+        title="False detection rate (%) on clean batches (alpha = 5%)",
+        label="tab:appendix:additional:onp:calibration",
+    )
+    return cells
+
+
+# --------------------------------------------------------------------------------------------
+# Figures
+# --------------------------------------------------------------------------------------------
+def _message_figure(message: str, stem: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 1.5))
+    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    ax.set_axis_off()
+    save_figure(fig, stem, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _lineplot_grid(
+    cells: pd.DataFrame, row: str | None, col: str | None, title: str, stem: Path
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper")
+    grid = sns.relplot(
+        data=cells,
+        x="n",
+        y="ratio_pct",
+        hue="Method",
+        style="Method",
+        row=row,
+        col=col,
+        kind="line",
+        markers=True,
+        dashes=False,
+        height=2.6,
+        aspect=1.2,
+        facet_kws={"sharey": True, "margin_titles": True},
+    )
+    for ax in grid.axes.flat:
+        ax.set_xscale("log")
+        ticks = sorted(cells["n"].unique())
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.set_ylim(-2, 102)
+    grid.set_axis_labels("sample size n (images per batch)", "detection ratio (%)")
+    grid.figure.suptitle(title, y=1.02)
+    save_figure(grid.figure, stem, bbox_inches="tight")
+    plt.close(grid.figure)
+
+
+def figures(
+    records: pd.DataFrame, out_dir: str | os.PathLike, methods: Sequence[str] = MAIN_METHODS
+) -> list[Path]:
+    """Gaussian noise by n per data set; by delta; overview of all corruptions."""
+    out = Path(out_dir)
+    rec = shift_records(records)
+    rec = rec[rec["method"].isin(methods)]
+    written = []
+    gn = rec[rec["corruption"] == "GN"]
+    if len(gn):
+        cells = _labelled(detection_cells(gn, ["dataset", "n", "method"]))
+        _lineplot_grid(
+            cells,
+            None,
+            "Dataset",
+            "Gaussian noise: detection ratio by sample size",
+            out / "fig_gn_by_n",
+        )
+        cells = _labelled(detection_cells(gn, ["dataset", "delta", "n", "method"]))
+        cells["delta"] = cells["delta"].map(lambda d: f"δ = {d:g}")
+        _lineplot_grid(
+            cells,
+            "Dataset",
+            "delta",
+            "Gaussian noise: detection ratio by corrupted fraction δ",
+            out / "fig_gn_by_delta",
+        )
+        written += [out / "fig_gn_by_n.png", out / "fig_gn_by_delta.png"]
+    cells = _labelled(detection_cells(rec, ["dataset", "corruption", "n", "method"]))
+    _lineplot_grid(
+        cells,
+        "Dataset",
+        "Corruption",
+        "All corruptions: detection ratio by sample size",
+        out / "fig_overview",
+    )
+    written.append(out / "fig_overview.png")
+    return written

@@ -1,0 +1,84 @@
+"""``dgpbench run``: Snakemake with recovery from a killed run.
+
+A run killed with SIGKILL (or a power loss) leaves Snakemake's directory lock behind, and the
+next ``snakemake`` refuses to start until someone runs ``--unlock`` by hand. ``dgpbench run``
+holds an OS file lock (``flock``) on ``.snakemake/dgpbench-run.lock`` for as long as it runs;
+the kernel releases that lock when the process dies, however it dies. So when ``dgpbench run``
+can take the file lock, no other ``dgpbench run`` is alive in that directory and any Snakemake
+lock left behind is stale: it is removed with ``snakemake --unlock`` before the run starts.
+Outputs of jobs that were killed are then redone by ``--rerun-incomplete`` (set in the
+profiles), and every step writes atomically, so the resumed run ends as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+from dgpbench.cli import SUBCOMMANDS, CommandError
+
+log = logging.getLogger(__name__)
+
+
+def _directory(snakemake_args: list[str]) -> Path:
+    """The working directory Snakemake will use (``--directory``/``-d``, else the current)."""
+    for i, arg in enumerate(snakemake_args):
+        if arg in ("--directory", "-d") and i + 1 < len(snakemake_args):
+            return Path(snakemake_args[i + 1])
+        if arg.startswith("--directory="):
+            return Path(arg.split("=", 1)[1])
+    return Path.cwd()
+
+
+def run_snakemake(snakemake_args: list[str]) -> int:
+    """Run Snakemake with ``snakemake_args``, first clearing a lock left by a killed run.
+
+    Parameters
+    ----------
+    snakemake_args : list of str
+        Arguments passed to ``snakemake`` unchanged.
+
+    Returns
+    -------
+    int
+        Snakemake's exit status.
+
+    Raises
+    ------
+    dgpbench.cli.CommandError
+        If another ``dgpbench run`` is active in the same working directory.
+    """
+    workdir = _directory(snakemake_args)
+    lock_path = workdir / ".snakemake" / "dgpbench-run.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    snakemake = [sys.executable, "-m", "snakemake"]
+    with open(lock_path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CommandError(f"another `dgpbench run` is active in {workdir}") from None
+        locks = workdir / ".snakemake" / "locks"
+        if locks.is_dir() and any(locks.iterdir()):
+            log.warning("removing the Snakemake lock left by an interrupted run in %s", workdir)
+            unlock = [a for a in snakemake_args if a not in ("-n", "--dry-run")]
+            subprocess.run([*snakemake, *unlock, "--unlock"], check=True, stdout=subprocess.DEVNULL)
+        return subprocess.run([*snakemake, *snakemake_args]).returncode
+
+
+def _run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("snakemake_args", nargs="*", help="arguments for snakemake, e.g. --cores 2")
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run_snakemake([a for a in args.snakemake_args if a != "--"])
+
+
+SUBCOMMANDS["run"] = (
+    "Run the workflow (snakemake ARGS...), recovering from a killed run's stale lock.",
+    _run_args,
+    _run,
+)

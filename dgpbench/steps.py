@@ -1,0 +1,313 @@
+"""The workflow's steps as ``dgpbench`` subcommands (each Snakemake rule calls one).
+
+Every step reads files, calls the Python API and writes its outputs atomically, so a killed
+step leaves nothing half-written and a rerun starts clean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dgpbench.cli import SUBCOMMANDS
+from dgpbench.io import load_npz, save_npz, write_csv
+
+log = logging.getLogger(__name__)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# train
+# --------------------------------------------------------------------------------------------
+def _train_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dataset", required=True, help="data set name (digits, mnist, ..., npz:<path>)"
+    )
+    p.add_argument("--data-root", default=None, help="torchvision data root")
+    p.add_argument("--download", action="store_true", help="download missing data (network)")
+    p.add_argument("--hidden", type=_positive_int, required=True, help="hidden units per layer")
+    p.add_argument("--layers", type=_positive_int, required=True, help="number of linear maps")
+    p.add_argument("--seed", type=int, required=True, help="model seed")
+    p.add_argument("--activation", default="relu", choices=["relu", "tanh"])
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--epochs", type=_positive_int, default=40)
+    p.add_argument("--batch-size", type=_positive_int, default=32)
+    p.add_argument("--val-fraction", type=float, default=0.2)
+    p.add_argument("--threads", type=_positive_int, default=None, help="torch threads")
+    p.add_argument("--out-dir", required=True, help="folder for model.pt and metrics.csv")
+
+
+def _train(args: argparse.Namespace) -> None:
+    import os
+
+    from dgpbench.data import load_dataset, n_classes
+    from dgpbench.models import ArchConfig, shift_detection_config, train_mlp
+
+    x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
+    arch = ArchConfig(
+        n_inputs=int(np.prod(x.shape[1:])),
+        hidden=args.hidden,
+        n_layers=args.layers,
+        n_classes=n_classes(args.dataset, args.data_root),
+        activation=args.activation,
+    )
+    config = shift_detection_config(
+        lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        val_fraction=args.val_fraction,
+        seed=args.seed,
+        threads=args.threads,
+    )
+    out = Path(args.out_dir)
+    final = train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=False)
+    os.replace(final, out / "model.pt")  # a stable name for the workflow
+    log.info("trained %s -> %s", arch, out / "model.pt")
+
+
+# --------------------------------------------------------------------------------------------
+# images / corrupt
+# --------------------------------------------------------------------------------------------
+def _images_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--download", action="store_true")
+    p.add_argument("--n-refs", type=_positive_int, default=1000)
+    p.add_argument("--n-test", type=_positive_int, default=1000)
+    p.add_argument("--seed", type=int, default=112)
+    p.add_argument("--out", required=True, help="output .npz (x_ref, y_ref, x_test, y_test)")
+
+
+def _images(args: argparse.Namespace) -> None:
+    from dgpbench.data import sample_image_sets
+
+    sets = sample_image_sets(
+        args.dataset,
+        args.data_root,
+        n_refs=args.n_refs,
+        n_test=args.n_test,
+        seed=args.seed,
+        download=args.download,
+    )
+    save_npz(args.out, **sets)
+    log.info(
+        "%d reference and %d test images -> %s", len(sets["y_ref"]), len(sets["y_test"]), args.out
+    )
+
+
+def _corrupt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, help="selects the intensity table")
+    p.add_argument("--images", required=True, help="clean image set (.npz from `dgpbench images`)")
+    p.add_argument("--corruption", required=True, help="GB, GN, PD or UN")
+    p.add_argument("--intensities", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
+    p.add_argument("--seed", type=int, default=112)
+    p.add_argument("--out", required=True, help="output .npz with one array per intensity")
+
+
+def _corrupt(args: argparse.Namespace) -> None:
+    from dgpbench.corruptions import corrupt, corruption_code
+
+    code = corruption_code(args.corruption)
+    x_test = load_npz(args.images)["x_test"]
+    arrays = {
+        f"intensity_{i}": corrupt(x_test, code, i, dataset=args.dataset, seed=args.seed)
+        for i in args.intensities
+    }
+    save_npz(args.out, corruption=np.array(code), **arrays)
+    log.info("%s at intensities %s -> %s", code, args.intensities, args.out)
+
+
+# --------------------------------------------------------------------------------------------
+# features
+# --------------------------------------------------------------------------------------------
+def _features_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--method", required=True, help="softmax, tu, tu_norm, magdiff, dgp, dgp_nonorm")
+    p.add_argument("--model", required=True, help="model checkpoint (.pt)")
+    p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
+    p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
+    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
+    p.add_argument(
+        "--out", required=True, help="output .npz: `clean` and `<corruption>_<intensity>` arrays"
+    )
+
+
+def _features(args: argparse.Namespace) -> None:
+    from tqdm.auto import tqdm
+
+    from dgpbench.features import make_features
+    from dgpbench.models import torch_threads
+
+    clean = load_npz(args.clean)
+    # Read every input before the (long) computation, so a bad file fails at once.
+    sets = {"clean": clean["x_test"]}
+    for path in args.corrupted:
+        arrays = load_npz(path)
+        code = str(arrays.pop("corruption"))
+        sets.update({f"{code}_{key.removeprefix('intensity_')}": x for key, x in arrays.items()})
+    with torch_threads(args.threads):
+        est = make_features(
+            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
+        )
+        est.fit(clean["x_ref"], clean["y_ref"])
+        feats = {
+            key: est.transform(x)
+            for key, x in tqdm(sets.items(), desc=f"features {args.method}", disable=None)
+        }
+    save_npz(args.out, classes=est.classes_, **feats)
+    log.info(
+        "%s features of %d image sets %s -> %s",
+        args.method,
+        len(feats),
+        feats["clean"].shape,
+        args.out,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# detect
+# --------------------------------------------------------------------------------------------
+def _detect_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--features", required=True, help="features .npz from `dgpbench features`")
+    p.add_argument("--ns", type=int, nargs="+", required=True, help="batch sizes n")
+    p.add_argument("--deltas", type=float, nargs="+", required=True, help="corrupted ratios")
+    p.add_argument("--draws", type=_positive_int, default=100)
+    p.add_argument("--seed", type=int, default=112)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
+    p.add_argument("--no-calibration", action="store_true", help="skip the delta = 0 draws")
+    p.add_argument(
+        "--tag", action="append", default=[], help="key=value column added to the records"
+    )
+    p.add_argument("--out", required=True, help="output CSV of bootstrap records")
+
+
+def _parse_tags(tags: list[str]) -> dict[str, str]:
+    out = {}
+    for tag in tags:
+        key, sep, value = tag.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--tag must be key=value, got {tag!r}")
+        out[key] = value
+    return out
+
+
+def _detect(args: argparse.Namespace) -> None:
+    from dgpbench.protocol import bootstrap_detection
+
+    feats = load_npz(args.features)
+    clean = feats.pop("clean")
+    feats.pop("classes", None)
+    common = {
+        "ns": args.ns,
+        "n_draws": args.draws,
+        "seed": args.seed,
+        "alpha": args.alpha,
+        "correction": None if args.correction == "none" else args.correction,
+    }
+    frames = []
+    if not args.no_calibration:
+        rec = bootstrap_detection(clean, None, deltas=[0.0], **common)
+        frames.append(rec.assign(corruption="none", intensity=0))
+    for key in sorted(feats):
+        code, _, intensity = key.rpartition("_")
+        rec = bootstrap_detection(clean, feats[key], deltas=args.deltas, **common)
+        frames.append(rec.assign(corruption=code, intensity=int(intensity)))
+    records = pd.concat(frames, ignore_index=True)
+    front = ["corruption", "intensity"]
+    records = records[front + [c for c in records.columns if c not in front]]
+    for i, (key, value) in enumerate(_parse_tags(args.tag).items()):
+        records.insert(i, key, value)
+    write_csv(args.out, records, float_format="%.6g")
+    log.info("%d records -> %s", len(records), args.out)
+
+
+# --------------------------------------------------------------------------------------------
+# aggregate / tables / figures
+# --------------------------------------------------------------------------------------------
+_MODEL_RE = re.compile(r"h(?P<hidden>\d+)-l(?P<layers>\d+)-s(?P<seed>\d+)")
+
+
+def _aggregate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("records", nargs="+", help="record CSV files")
+    p.add_argument("--out", required=True, help="output CSV (.csv or .csv.gz)")
+
+
+def _aggregate(args: argparse.Namespace) -> None:
+    frames = [pd.read_csv(path) for path in sorted(args.records)]
+    records = pd.concat(frames, ignore_index=True)
+    if "model" in records:
+        parts = records["model"].str.extract(_MODEL_RE).astype("int64")
+        records = pd.concat([records, parts], axis=1)
+    compression = {"method": "gzip", "mtime": 0} if str(args.out).endswith(".gz") else None
+    write_csv(args.out, records, float_format="%.6g", compression=compression)
+    log.info("%d records from %d files -> %s", len(records), len(frames), args.out)
+
+
+def _read_records(path: str) -> pd.DataFrame:
+    records = pd.read_csv(path)
+    for col in ("dataset", "method", "corruption", "model"):
+        if col in records:
+            records[col] = records[col].astype(str)
+    return records
+
+
+def _tables_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--records", required=True, help="aggregated records CSV")
+    p.add_argument("--methods", nargs="+", default=["softmax", "tu", "magdiff", "dgp"])
+    p.add_argument("--ablation-datasets", nargs="+", default=["none"])
+    p.add_argument("--ablation-ns", type=int, nargs="+", default=[20, 50, 100])
+    p.add_argument("--out-dir", required=True)
+
+
+def _tables(args: argparse.Namespace) -> None:
+    from dgpbench import reporting
+
+    records = _read_records(args.records)
+    reporting.main_table(records, args.out_dir, methods=args.methods)
+    ablation = [d for d in args.ablation_datasets if d != "none"]
+    reporting.ablation_tables(records, args.out_dir, ablation, ns_main=args.ablation_ns)
+    reporting.calibration_table(records, args.out_dir)
+    log.info("tables -> %s", args.out_dir)
+
+
+def _figures_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--records", required=True)
+    p.add_argument("--methods", nargs="+", default=["softmax", "tu", "magdiff", "dgp"])
+    p.add_argument("--out-dir", required=True)
+
+
+def _figures(args: argparse.Namespace) -> None:
+    from dgpbench import reporting
+
+    written = reporting.figures(_read_records(args.records), args.out_dir, methods=args.methods)
+    log.info("figures -> %s", [str(p) for p in written])
+
+
+SUBCOMMANDS.update(
+    {
+        "train": ("Train one MLP and write model.pt + metrics.csv.", _train_args, _train),
+        "images": ("Draw the reference and clean test image sets.", _images_args, _images),
+        "corrupt": (
+            "Corrupt the clean test images at several intensities.",
+            _corrupt_args,
+            _corrupt,
+        ),
+        "features": ("Fit a feature method and featurise image sets.", _features_args, _features),
+        "detect": ("Run the bootstrap detection protocol on features.", _detect_args, _detect),
+        "aggregate": ("Concatenate bootstrap records.", _aggregate_args, _aggregate),
+        "tables": ("Write the paper's tables (CSV, Markdown, LaTeX).", _tables_args, _tables),
+        "figures": ("Write the detection-ratio figures (PNG, PDF).", _figures_args, _figures),
+    }
+)

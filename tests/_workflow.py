@@ -1,0 +1,44 @@
+"""Helpers shared by the workflow tests (imported as a plain module from tests/)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "Snakefile"
+
+
+def tiny_config(**overrides) -> dict:
+    """The default config shrunk to a run of a few seconds per job."""
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config.update(
+        datasets=["digits"],
+        methods=["softmax", "dgp"],
+        ablation={"datasets": [], "methods": ["dgp"], "ns": [10]},
+        models={"hidden": [16], "layers": [2], "seeds": [0], "activation": "relu"},
+        training={"lr": 3e-3, "epochs": 2, "batch_size": 32, "val_fraction": 0.2},
+        images={"n_refs": 300, "n_test": 300, "seed": 112},
+        corruptions=["GN", "PD"],
+        intensities=[6],
+        protocol={
+            "ns": [10, 50],
+            "deltas": [0.5],
+            "draws": 20,
+            "seed": 112,
+            "alpha": 0.05,
+            "correction": "bonferroni",
+        },
+    )
+    config.update(overrides)
+    return config
+
+
+def venv_env() -> dict[str, str]:
+    """The environment with this interpreter's bin first on PATH (jobs find `dgpbench`)."""
+    env = os.environ.copy()
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env

@@ -1,0 +1,398 @@
+# Neural-persistence analyses (paper Sections 3-4, appendices B-D and G; issue 7).
+# analysis MLPs ──analysis_train──▶ model.pt + curves.csv (criteria every evaluation)
+#   ──analysis_models / analysis_curves──▶ models.csv, curves.csv.gz ──▶ targets 1, 2, 6, 7, 9
+# regulariser MLPs ──analysis_train_regulariser──▶ target 8;   synthetic matrices: targets 3-5
+# Every rule calls one `dgpbench analysis TARGET` (see dgpbench/analysis/steps.py for the
+# files each writes). Configuration: the `analysis:` section of the config.
+import itertools
+import re
+
+AN = config["analysis"]
+AN_RESULTS = f"{RESULTS}/analysis"
+AN_LOGS = f"{LOGS}/analysis"
+AN_BENCH = f"{BENCH}/analysis"
+AN_DATASETS = {dataset_id(d): d for d in AN["datasets"]}
+REG = AN["regularisers"]
+REG_DATASETS = {dataset_id(d): d for d in REG["datasets"]}
+AN_LINEAR = 1 in AN["layers"]
+AN_DEEP = sorted(l for l in AN["layers"] if l > 1)
+if AN["early_stopping"]["max_burn_in"] >= AN["training"]["epochs"]:
+    raise ValueError(
+        f"analysis.early_stopping.max_burn_in ({AN['early_stopping']['max_burn_in']}) must be"
+        f" smaller than analysis.training.epochs ({AN['training']['epochs']})"
+    )
+for key, grid in (("figure_layers", AN_DEEP), ("figure_hidden", AN["hidden"])):
+    chosen = AN["np_variance"][key]
+    if AN_DEEP and chosen and not set(chosen) & set(grid):
+        raise ValueError(f"analysis.np_variance.{key} {chosen} selects no model of {grid}")
+# Run ids: "linear-s<seed>" (linear classifiers) or "<activation>-l<layers>-h<hidden>-s<seed>".
+AN_RUNS = [f"linear-s{s}" for s in AN["seeds"] if AN_LINEAR] + [
+    f"{a}-l{l}-h{h}-s{s}"
+    for a, l, h, s in itertools.product(AN["activations"], AN_DEEP, AN["hidden"], AN["seeds"])
+]
+REG_RUNS = [f"{k}-s{s}" for k, s in itertools.product(REG["kinds"], REG["seeds"])]
+RUN_RE = re.compile(r"(?:linear|(?P<act>relu|tanh)-l(?P<layers>\d+)-h(?P<hidden>\d+))-s(?P<seed>\d+)")
+
+
+def analysis_arch(run):
+    """`dgpbench analysis train` architecture options of a run id."""
+    m = RUN_RE.fullmatch(run)
+    if m["act"] is None:
+        return f"--layers 1 --seed {m['seed']}"
+    return f"--layers {m['layers']} --hidden {m['hidden']} --activation {m['act']} --seed {m['seed']}"
+
+
+def regulariser_arch(run):
+    kind, seed = run.rsplit("-s", 1)
+    opts = f"--layers {REG['layers']} --hidden {REG['hidden']} --activation {REG['activation']}"
+    opts += {"none": "", "batchnorm": " --batchnorm", "dropout": f" --dropout {REG['dropout']}"}[kind]
+    return f"{opts} --seed {seed}"
+
+
+def analysis_files(name):
+    """A file of every analysis run, e.g. model.pt or curves.csv."""
+    return [f"{AN_RESULTS}/models/{d}/{r}/{name}" for d in AN_DATASETS for r in AN_RUNS]
+
+
+def figure(stem, when=True):
+    return multiext(stem, ".png", ".pdf") if when else []
+
+
+def table(stem, tex=False):
+    return multiext(stem, ".csv", ".md", ".tex") if tex else multiext(stem, ".csv", ".md")
+
+
+wildcard_constraints:
+    run=r"linear-s\d+|(relu|tanh)-l\d+-h\d+-s\d+",
+    regrun=r"(none|batchnorm|dropout)-s\d+",
+
+
+# --------------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------------
+rule analysis_train:
+    """Train one analysis MLP; record NP, variance, DGP, validation and test accuracy at
+    every evaluation (the curves replace the paper's 160 kept checkpoints per run)."""
+    output:
+        model=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/model.pt",
+        metrics=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/metrics.csv",
+        curves=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/curves.csv",
+    params:
+        name=lambda wc: AN_DATASETS[wc.dataset],
+        data=data_args(),
+        arch=lambda wc: analysis_arch(wc.run),
+        train=lookup(within=config, dpath="analysis/training"),
+    threads: 1  # small MLPs: one thread per run, runs in parallel
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    log:
+        f"{AN_LOGS}/train/{{dataset}}/{{run}}.log",
+    benchmark:
+        f"{AN_BENCH}/train/{{dataset}}/{{run}}.tsv"
+    shell:
+        "dgpbench analysis train --dataset {params.name:q} {params.data} {params.arch}"
+        " --lr {params.train[lr]} --epochs {params.train[epochs]}"
+        " --batch-size {params.train[batch_size]}"
+        " --checkpoints-per-epoch {params.train[checkpoints_per_epoch]}"
+        " --curves {output.curves} --run {wildcards.dataset}/{wildcards.run}"
+        " --threads {threads} --out-dir $(dirname {output.model}) > {log} 2>&1"
+
+
+rule analysis_train_regulariser:
+    """Train one model of the regulariser comparison (no curves: only the final weights)."""
+    output:
+        model=f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regrun}}/model.pt",
+        metrics=f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regrun}}/metrics.csv",
+    params:
+        name=lambda wc: REG_DATASETS[wc.dataset],
+        data=data_args(),
+        arch=lambda wc: regulariser_arch(wc.regrun),
+        train=lookup(within=config, dpath="analysis/training"),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    log:
+        f"{AN_LOGS}/train_regulariser/{{dataset}}/{{regrun}}.log",
+    benchmark:
+        f"{AN_BENCH}/train_regulariser/{{dataset}}/{{regrun}}.tsv"
+    shell:
+        "dgpbench analysis train --dataset {params.name:q} {params.data} {params.arch}"
+        " --lr {params.train[lr]} --epochs {params.train[epochs]}"
+        " --batch-size {params.train[batch_size]}"
+        " --checkpoints-per-epoch {params.train[checkpoints_per_epoch]}"
+        " --threads {threads} --out-dir $(dirname {output.model}) > {log} 2>&1"
+
+
+# --------------------------------------------------------------------------------------------
+# shared tables
+# --------------------------------------------------------------------------------------------
+rule analysis_models:
+    """NP, per-layer NP, variance and DGP of every final model (targets 2 and 9)."""
+    input:
+        analysis_files("model.pt"),
+    output:
+        f"{AN_RESULTS}/models.csv",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    log:
+        f"{AN_LOGS}/models.log",
+    benchmark:
+        f"{AN_BENCH}/models.tsv"
+    shell:
+        "dgpbench analysis models --checkpoints {input} --threads {threads} --out {output}"
+        " > {log} 2>&1"
+
+
+rule analysis_curves:
+    """The training curves of every run in one table (targets 7 and 9)."""
+    input:
+        analysis_files("curves.csv"),
+    output:
+        f"{AN_RESULTS}/curves.csv.gz",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{AN_LOGS}/curves.log",
+    benchmark:
+        f"{AN_BENCH}/curves.tsv"
+    shell:
+        "dgpbench analysis curves {input} --out {output} > {log} 2>&1"
+
+
+# --------------------------------------------------------------------------------------------
+# targets 1-9
+# --------------------------------------------------------------------------------------------
+rule analysis_permutation:
+    """1: NP of trained vs. randomly permuted weights, KS tests per architecture and layer."""
+    input:
+        analysis_files("model.pt"),
+    output:
+        perm=f"{AN_RESULTS}/permutation/permutation.csv.gz",
+        ks=f"{AN_RESULTS}/permutation/ks_tests.csv",
+        summary=table(f"{AN_RESULTS}/permutation/table_ks_rejections"),
+        linear=figure(f"{AN_RESULTS}/permutation/fig_permutation_linear", AN_LINEAR),
+        dnn=figure(f"{AN_RESULTS}/permutation/fig_permutation_dnn", AN_DEEP),
+    params:
+        p=lookup(within=config, dpath="analysis/permutation"),
+    threads: 2  # the batched MST kernel runs on numba threads
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    log:
+        f"{AN_LOGS}/permutation.log",
+    benchmark:
+        f"{AN_BENCH}/permutation.tsv"
+    shell:
+        "dgpbench analysis permutation --checkpoints {input}"
+        " --n-permutations {params.p[n_permutations]} --seed {params.p[seed]}"
+        " --sample {params.p[sample]} --alpha {params.p[alpha]} --threads {threads}"
+        " --out-dir $(dirname {output.ks}) > {log} 2>&1"
+
+
+rule analysis_np_variance:
+    """2: NP vs. log-variance of the weights: R² table and figures."""
+    input:
+        rules.analysis_models.output,
+    output:
+        r2=[f"{AN_RESULTS}/np_variance/r2.csv"] if AN_DEEP else [],
+        table=table(f"{AN_RESULTS}/np_variance/table_r2", tex=True) if AN_DEEP else [],
+        linear_table=table(f"{AN_RESULTS}/np_variance/table_r2_linear") if AN_LINEAR else [],
+        linear=figure(f"{AN_RESULTS}/np_variance/fig_np_vs_log_variance_linear", AN_LINEAR),
+        dnn=figure(f"{AN_RESULTS}/np_variance/fig_np_vs_log_variance_dnn", AN_DEEP),
+        per_activation=[
+            f
+            for a in AN["activations"]
+            for f in figure(f"{AN_RESULTS}/np_variance/fig_np_vs_log_variance_{a}", AN_DEEP)
+        ],
+    params:
+        layers=join(AN["np_variance"]["figure_layers"]),
+        hidden=join(AN["np_variance"]["figure_hidden"]),
+        out=f"{AN_RESULTS}/np_variance",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{AN_LOGS}/np_variance.log",
+    benchmark:
+        f"{AN_BENCH}/np_variance.tsv"
+    shell:
+        "dgpbench analysis np-variance --models {input} --figure-layers {params.layers}"
+        " --figure-hidden {params.hidden} --threads {threads} --out-dir {params.out}"
+        " > {log} 2>&1"
+
+
+rule analysis_bounds:
+    """3: tightness of the NP bounds on synthetic matrices (App. B.1)."""
+    output:
+        study=f"{AN_RESULTS}/bounds/study.csv",
+        table=table(f"{AN_RESULTS}/bounds/table_bounds", tex=True),
+        figure=figure(f"{AN_RESULTS}/bounds/fig_bounds_tightness"),
+    params:
+        b=lookup(within=config, dpath="analysis/bounds"),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    log:
+        f"{AN_LOGS}/bounds.log",
+    benchmark:
+        f"{AN_BENCH}/bounds.tsv"
+    shell:
+        "dgpbench analysis bounds --n-matrices {params.b[n_matrices]}"
+        " --size-range {params.b[size_range][0]} {params.b[size_range][1]}"
+        " --seed {params.b[seed]} --threads {threads} --out-dir $(dirname {output.study})"
+        " > {log} 2>&1"
+
+
+rule analysis_np_factors:
+    """4: NP vs. variance and sortedness of synthetic matrices (App. B.2)."""
+    output:
+        study=f"{AN_RESULTS}/np_factors/study.csv",
+        table=table(f"{AN_RESULTS}/np_factors/table_r2"),
+        figure=figure(f"{AN_RESULTS}/np_factors/fig_np_factors"),
+    params:
+        sizes=join(AN["np_factors"]["sizes"]),
+        f=lookup(within=config, dpath="analysis/np_factors"),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    log:
+        f"{AN_LOGS}/np_factors.log",
+    benchmark:
+        f"{AN_BENCH}/np_factors.tsv"
+    shell:
+        "dgpbench analysis np-factors --sizes {params.sizes} --n-per-size {params.f[n_per_size]}"
+        " --seed {params.f[seed]} --threads {threads} --out-dir $(dirname {output.study})"
+        " > {log} 2>&1"
+
+
+rule analysis_size:
+    """5: expected normalised NP over matrix sizes, one heatmap per distribution (App. C)."""
+    output:
+        grid=f"{AN_RESULTS}/size/grid.csv",
+        figure=figure(f"{AN_RESULTS}/size/fig_size_heatmaps"),
+    params:
+        distributions=" ".join(f"'{d}'" for d in AN["size"]["distributions"]),
+        sizes=join(AN["size"]["sizes"]),
+        s=lookup(within=config, dpath="analysis/size"),
+    threads: 2  # the batched MST kernel runs on numba threads
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    log:
+        f"{AN_LOGS}/size.log",
+    benchmark:
+        f"{AN_BENCH}/size.tsv"
+    shell:
+        "dgpbench analysis size --distributions {params.distributions} --sizes {params.sizes}"
+        " --n-samples {params.s[n_samples]} --seed {params.s[seed]} --threads {threads}"
+        " --out-dir $(dirname {output.grid}) > {log} 2>&1"
+
+
+rule analysis_weights:
+    """6: maximum-likelihood fits of four families to every trained layer; win rates."""
+    input:
+        analysis_files("model.pt"),
+    output:
+        fits=f"{AN_RESULTS}/weight_distributions/fits.csv",
+        table=table(f"{AN_RESULTS}/weight_distributions/table_win_rates"),
+        win_rates=figure(f"{AN_RESULTS}/weight_distributions/fig_win_rates"),
+        pareto=figure(f"{AN_RESULTS}/weight_distributions/fig_pareto_b"),
+        normal=figure(f"{AN_RESULTS}/weight_distributions/fig_normal_sigma"),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    log:
+        f"{AN_LOGS}/weight_distributions.log",
+    benchmark:
+        f"{AN_BENCH}/weight_distributions.tsv"
+    shell:
+        "dgpbench analysis weights --checkpoints {input} --threads {threads}"
+        " --out-dir $(dirname {output.fits}) > {log} 2>&1"
+
+
+rule analysis_early_stopping:
+    """7: early stopping on NP, variance, DGP and validation accuracy (App. G.2)."""
+    input:
+        rules.analysis_curves.output,
+    output:
+        grid=f"{AN_RESULTS}/early_stopping/grid.csv.gz",
+        np_table=table(f"{AN_RESULTS}/early_stopping/table_np", tex=True),
+        dgp_table=table(f"{AN_RESULTS}/early_stopping/table_dgp", tex=True),
+        figure=figure(f"{AN_RESULTS}/early_stopping/fig_heatmaps"),
+    params:
+        e=lookup(within=config, dpath="analysis/early_stopping"),
+        where=" ".join(
+            f"--heatmap-where {k}={v}"
+            for k, values in AN["early_stopping"]["heatmap"].items()
+            for v in values
+        ),
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    log:
+        f"{AN_LOGS}/early_stopping.log",
+    benchmark:
+        f"{AN_BENCH}/early_stopping.tsv"
+    shell:
+        "dgpbench analysis early-stopping --curves {input} --max-burn-in {params.e[max_burn_in]}"
+        " --max-patience {params.e[max_patience]} {params.where} --threads {threads}"
+        " --out-dir $(dirname {output.grid}) > {log} 2>&1"
+
+
+rule analysis_regularisers:
+    """8: NP and variance of models trained without regulariser, with batch norm or dropout."""
+    input:
+        [
+            f"{AN_RESULTS}/regularisers/models/{d}/{r}/model.pt"
+            for d in REG_DATASETS
+            for r in REG_RUNS
+        ],
+    output:
+        models=f"{AN_RESULTS}/regularisers/models.csv",
+        table=table(f"{AN_RESULTS}/regularisers/table_summary"),
+        figure=figure(f"{AN_RESULTS}/regularisers/fig_regularisers"),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    log:
+        f"{AN_LOGS}/regularisers.log",
+    benchmark:
+        f"{AN_BENCH}/regularisers.tsv"
+    shell:
+        "dgpbench analysis regularisers --checkpoints {input} --threads {threads}"
+        " --out-dir $(dirname {output.models}) > {log} 2>&1"
+
+
+rule analysis_dgp_variance:
+    """9: Kendall's tau of DGP / NP with the variance over training; DGP of final models."""
+    input:
+        curves=rules.analysis_curves.output,
+        models=rules.analysis_models.output,
+    output:
+        correlations=f"{AN_RESULTS}/dgp_variance/correlations.csv",
+        table=table(f"{AN_RESULTS}/dgp_variance/table_correlations"),
+        training=figure(f"{AN_RESULTS}/dgp_variance/fig_training_correlations"),
+        final=figure(f"{AN_RESULTS}/dgp_variance/fig_dgp_vs_log_variance", AN_DEEP),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{AN_LOGS}/dgp_variance.log",
+    benchmark:
+        f"{AN_BENCH}/dgp_variance.tsv"
+    shell:
+        "dgpbench analysis dgp-variance --curves {input.curves} --models {input.models}"
+        " --threads {threads} --out-dir $(dirname {output.correlations}) > {log} 2>&1"

@@ -1,0 +1,25 @@
+rule features:
+    """Fit one method on the reference images (class means), then featurise the clean test
+    images once and every corrupted twin (all corruptions x intensities) of one model."""
+    input:
+        model=rules.train.output.model,
+        clean=rules.images.output,
+        corrupted=expand(
+            f"{RESULTS}/images/{{{{dataset}}}}/{{corruption}}.npz", corruption=CORRUPTIONS
+        ),
+    output:
+        f"{RESULTS}/features/{{dataset}}/{{model}}/{{method}}.npz",
+    params:
+        batch_size=config["features"]["batch_size"],
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    log:
+        f"{LOGS}/features/{{dataset}}/{{model}}/{{method}}.log",
+    benchmark:
+        f"{BENCH}/features/{{dataset}}/{{model}}/{{method}}.tsv"
+    shell:
+        "dgpbench features --method {wildcards.method} --model {input.model}"
+        " --clean {input.clean} --corrupted {input.corrupted}"
+        " --batch-size {params.batch_size} --threads {threads} --out {output} > {log} 2>&1"

@@ -1,0 +1,43 @@
+rule images:
+    """Labelled reference images and clean test images of one data set."""
+    output:
+        f"{RESULTS}/images/{{dataset}}/clean.npz",
+    params:
+        name=lambda wc: DATASETS[wc.dataset],
+        data=data_args(),
+        images=lookup(within=config, dpath="images"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    log:
+        f"{LOGS}/images/{{dataset}}.log",
+    benchmark:
+        f"{BENCH}/images/{{dataset}}.tsv"
+    shell:
+        "dgpbench images --dataset {params.name:q} {params.data}"
+        " --n-refs {params.images[n_refs]} --n-test {params.images[n_test]}"
+        " --seed {params.images[seed]} --out {output} > {log} 2>&1"
+
+
+rule corrupt:
+    """The corrupted twins of the clean test images, one file per corruption (all intensities)."""
+    input:
+        rules.images.output,
+    output:
+        f"{RESULTS}/images/{{dataset}}/{{corruption}}.npz",
+    params:
+        name=lambda wc: DATASETS[wc.dataset],
+        intensities=join(config["intensities"]),
+        seed=config["images"]["seed"],
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    log:
+        f"{LOGS}/corrupt/{{dataset}}/{{corruption}}.log",
+    benchmark:
+        f"{BENCH}/corrupt/{{dataset}}/{{corruption}}.tsv"
+    shell:
+        "dgpbench corrupt --dataset {params.name:q} --images {input} --corruption {wildcards.corruption}"
+        " --intensities {params.intensities} --seed {params.seed} --out {output} > {log} 2>&1"
