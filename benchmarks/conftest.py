@@ -1,4 +1,4 @@
-"""Fixtures for the topology benchmarks.
+"""Fixtures for the benchmarks (topology kernels, protocol).
 
 Run with ``.venv/bin/python -m pytest benchmarks --benchmark-only -s``.
 """
@@ -27,7 +27,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not RESULTS:
         return
     tr = terminalreporter
-    tr.section("dgpbench topology throughput")
+    tr.section("dgpbench throughput (kernels and protocol)")
     load = os.getloadavg()
     tr.write_line(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (2 cores)")
     for r in RESULTS:
