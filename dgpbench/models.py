@@ -36,7 +36,6 @@ import itertools
 import logging
 import math
 import os
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -50,6 +49,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from dgpbench._validation import as_float_array
+from dgpbench.io import atomic_path, save_npz
 
 log = logging.getLogger(__name__)
 
@@ -312,19 +312,6 @@ def torch_threads(n: int | None) -> Iterator[None]:
 # --------------------------------------------------------------------------------------------
 # checkpoints
 # --------------------------------------------------------------------------------------------
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def _plain(value: Any) -> Any:
     """Dataclasses/tuples/paths to dicts/lists/str so ``torch.load(weights_only=True)`` works."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -375,7 +362,8 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
         "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
     }
     path = Path(path)
-    _atomic_write(path, lambda tmp: torch.save(payload, tmp))
+    with atomic_path(path, suffix=".pt") as tmp:
+        torch.save(payload, tmp)
     return path
 
 
@@ -487,21 +475,14 @@ def _evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, chunk: int = 4
 
 
 def _write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
-    def write(tmp: str) -> None:
-        with open(tmp, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=METRIC_COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
-
-    _atomic_write(path, write)
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=METRIC_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def _write_split(path: Path, train_idx: np.ndarray, val_idx: np.ndarray) -> None:
-    def write(tmp: str) -> None:
-        with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
-            np.savez(fh, train_index=train_idx.astype(np.int64), val_index=val_idx.astype(np.int64))
-
-    _atomic_write(path, write)
+    save_npz(path, train_index=train_idx.astype(np.int64), val_index=val_idx.astype(np.int64))
 
 
 def train_mlp(
