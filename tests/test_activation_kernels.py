@@ -16,6 +16,7 @@ from dgpbench.graphs import MLPGraph
 from dgpbench.topology import (
     dgp_representation,
     magdiff_representation,
+    mst_weights,
     tu_representation,
 )
 from dgpbench.topology._threads import numba_threads, resolve_n_jobs
@@ -160,9 +161,19 @@ def test_thread_setting_is_scoped():
     assert numba.get_num_threads() == before
 
 
+def test_nested_default_keeps_the_enclosing_thread_count():
+    """n_jobs=None inside a scope (e.g. the CLI's --threads) must not widen it to all cores."""
+    with numba_threads(1):
+        assert resolve_n_jobs(None) == 1
+        with numba_threads(None):
+            assert numba.get_num_threads() == 1
+        mst_weights(np.random.default_rng(0).random((3, 5, 4)))  # n_jobs=None inside
+        assert numba.get_num_threads() == 1
+
+
 def test_resolve_n_jobs():
     available = numba.config.NUMBA_NUM_THREADS
-    assert resolve_n_jobs(None) == available
+    assert resolve_n_jobs(None) == numba.get_num_threads() == available
     assert resolve_n_jobs(-1) == available
     assert resolve_n_jobs(1) == 1
     assert resolve_n_jobs(10_000) == available

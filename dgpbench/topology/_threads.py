@@ -12,8 +12,10 @@ import numba
 def resolve_n_jobs(n_jobs: int | None) -> int:
     """Number of numba threads for ``n_jobs`` (joblib convention).
 
-    ``None`` and ``-1`` mean all of numba's threads; ``k >= 1`` means ``min(k, all)``;
-    ``-k`` means ``all + 1 - k`` (at least 1).
+    ``None`` keeps the current setting (so an enclosing :func:`numba_threads` scope, e.g. the
+    CLI's ``--threads``, holds for nested calls; outside any scope that is all threads);
+    ``-1`` means all of numba's threads; ``k >= 1`` means ``min(k, all)``; ``-k`` means
+    ``all + 1 - k`` (at least 1).
 
     Raises
     ------
@@ -22,7 +24,7 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     """
     available = int(numba.config.NUMBA_NUM_THREADS)
     if n_jobs is None:
-        return available
+        return int(numba.get_num_threads())
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     if n_jobs > 0:
