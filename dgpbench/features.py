@@ -26,11 +26,13 @@ from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench.graphs import MLPGraph
+from dgpbench.labels import METHOD_LABELS
 from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
 
 __all__ = [
@@ -164,8 +166,9 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         blocks = self._raw_blocks(X)
         if self.representation == "raw":
             return np.concatenate(blocks, axis=1).astype(np.float64, copy=False)
+        # cdist, not broadcasting: (n, c, d) temporaries reach hundreds of MB for MAGDiff.
         dists = [
-            np.linalg.norm(b[:, None, :].astype(np.float64) - mu[None, :, :], axis=2)
+            cdist(b.astype(np.float64, copy=False), mu)
             for b, mu in zip(blocks, self.class_means_, strict=True)
         ]
         return np.mean(dists, axis=0)  # TU averages its per-layer distance vectors
@@ -542,12 +545,15 @@ class SoftmaxFeatures(_MLPFeatures):
 
 # The paper's methods and ablation variants, by the names the config and tables use.
 METHODS: dict[str, tuple[type[_MLPFeatures], dict[str, Any], str]] = {
-    "softmax": (SoftmaxFeatures, {}, "Softmax"),
-    "tu": (TUFeatures, {"standardize": False}, "TU"),
-    "tu_norm": (TUFeatures, {"standardize": True}, "TU (+ norm)"),
-    "magdiff": (MAGDiffFeatures, {}, "MAGDiff"),
-    "dgp_nonorm": (DGPFeatures, {"standardize": False}, "DGP (- norm)"),
-    "dgp": (DGPFeatures, {"standardize": True}, "DGP"),
+    name: (cls, fixed, METHOD_LABELS[name])
+    for name, cls, fixed in (
+        ("softmax", SoftmaxFeatures, {}),
+        ("tu", TUFeatures, {"standardize": False}),
+        ("tu_norm", TUFeatures, {"standardize": True}),
+        ("magdiff", MAGDiffFeatures, {}),
+        ("dgp_nonorm", DGPFeatures, {"standardize": False}),
+        ("dgp", DGPFeatures, {"standardize": True}),
+    )
 }
 
 

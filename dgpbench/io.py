@@ -7,6 +7,7 @@ interrupted workflow resumes cleanly.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import os
 import tempfile
 from collections.abc import Iterator
@@ -69,10 +70,17 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 
 
 def write_csv(path: str | os.PathLike, frame: pd.DataFrame, **kwargs: Any) -> None:
-    """Write a DataFrame as CSV atomically (no index unless asked; fixed float format)."""
+    """Write a DataFrame as CSV atomically (no index unless asked).
+
+    A ``.gz`` path is gzip-compressed with no timestamp and no file name in the header, so
+    reruns give identical bytes (pandas' own gzip stores the temporary file's name).
+    """
     kwargs.setdefault("index", False)
     with atomic_path(path) as tmp:
-        frame.to_csv(tmp, **kwargs)
+        if str(path).endswith(".gz"):
+            tmp.write_bytes(gzip.compress(frame.to_csv(**kwargs).encode(), mtime=0))
+        else:
+            frame.to_csv(tmp, **kwargs)
 
 
 def save_figure(fig: Any, stem: str | os.PathLike, **savefig_kwargs: Any) -> list[Path]:

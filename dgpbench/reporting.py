@@ -18,35 +18,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dgpbench.features import METHODS
 from dgpbench.io import save_figure, write_csv, write_text
+from dgpbench.labels import METHOD_LABELS, dataset_label, method_label
 from dgpbench.protocol import detection_ratio
 
 log = logging.getLogger(__name__)
 
 MAIN_METHODS = ("softmax", "tu", "magdiff", "dgp")
 ABLATION_METHODS = ("tu", "tu_norm", "dgp_nonorm", "dgp")
-CALIBRATION_METHODS = ("tu", "dgp")
 CORRUPTION_ORDER = ("GB", "GN", "PD", "UN")
-DATASET_LABELS = {
-    "mnist": "MNIST",
-    "fashion-mnist": "Fashion-MNIST",
-    "cifar10": "CIFAR-10",
-    "emnist": "EMNIST",
-    "digits": "Digits",
-}
-
-
-def method_label(method: str) -> str:
-    """Display name of a method (``"dgp_nonorm"`` -> ``"DGP (- norm)"``)."""
-    return METHODS[method][2] if method in METHODS else method
-
-
-def dataset_label(dataset: str) -> str:
-    """Display name of a data set (``npz:`` paths show their file stem)."""
-    if dataset.startswith("npz:"):
-        return Path(dataset[4:]).stem
-    return DATASET_LABELS.get(dataset, dataset)
 
 
 def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
@@ -227,7 +207,7 @@ def _labelled(cells: pd.DataFrame) -> pd.DataFrame:
     """Replace codes by display labels, keeping a deterministic row/column order."""
     cells = cells.copy()
     if "method" in cells:
-        order = [m for m in METHODS if m in set(cells["method"])]
+        order = [m for m in METHOD_LABELS if m in set(cells["method"])]
         cells["Method"] = pd.Categorical(
             cells["method"].map(method_label), [method_label(m) for m in order]
         )

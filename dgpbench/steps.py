@@ -250,8 +250,7 @@ def _aggregate(args: argparse.Namespace) -> None:
     if "model" in records:
         parts = records["model"].str.extract(_MODEL_RE).astype("int64")
         records = pd.concat([records, parts], axis=1)
-    compression = {"method": "gzip", "mtime": 0} if str(args.out).endswith(".gz") else None
-    write_csv(args.out, records, float_format="%.6g", compression=compression)
+    write_csv(args.out, records, float_format="%.6g")
     log.info("%d records from %d files -> %s", len(records), len(frames), args.out)
 
 

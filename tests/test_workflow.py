@@ -133,3 +133,17 @@ def test_atomic_path_keeps_old_file_and_leaves_no_temp_on_error(tmp_path):
         raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_gzipped_csv_is_byte_identical_on_rewrite(tmp_path):
+    import pandas as pd
+
+    from dgpbench.io import write_csv
+
+    frame = pd.DataFrame({"a": [1, 2], "b": [0.5, 0.25]})
+    write_csv(tmp_path / "x.csv.gz", frame)
+    first = (tmp_path / "x.csv.gz").read_bytes()
+    time.sleep(1.1)  # gzip headers carry a timestamp unless it is pinned
+    write_csv(tmp_path / "x.csv.gz", frame)
+    assert (tmp_path / "x.csv.gz").read_bytes() == first
+    assert pd.read_csv(tmp_path / "x.csv.gz").equals(frame)

@@ -25,6 +25,7 @@ from dgpbench.analysis.early_stopping import CRITERION_LABELS, NP_TABLE_PAIRS
 from dgpbench.analysis.regularisers import REGULARISER_ORDER
 from dgpbench.analysis.variance import linear_fit
 from dgpbench.io import save_figure
+from dgpbench.labels import dataset_label
 
 __all__ = [
     "plot_bounds_tightness",
@@ -42,13 +43,6 @@ __all__ = [
     "save_figure",
 ]
 
-DATASET_LABELS = {
-    "mnist": "MNIST",
-    "fashion-mnist": "Fashion-MNIST",
-    "emnist": "EMNIST",
-    "cifar10": "CIFAR-10",
-    "digits": "Digits",
-}
 FAMILY_LABELS = {
     "beta": "Beta",
     "exponential": "Trunc. exponential",
@@ -79,10 +73,6 @@ def _quiet(plot: Callable) -> Callable:
             return plot(*args, **kwargs)
 
     return wrapper
-
-
-def _dataset_label(name: object) -> str:
-    return DATASET_LABELS.get(str(name), str(name))
 
 
 def _fmt(value: object) -> str:
@@ -129,11 +119,11 @@ def plot_permutation_linear(perm: pd.DataFrame, stem: str | os.PathLike[str]) ->
         Output path without suffix.
     """
     _require(perm, ["dataset", "n_layers", "delta", "model"], "perm")
-    linear = perm[perm["n_layers"] == 1].assign(Dataset=lambda d: d["dataset"].map(_dataset_label))
+    linear = perm[perm["n_layers"] == 1].assign(Dataset=lambda d: d["dataset"].map(dataset_label))
     _require(linear, ["delta"], "perm (linear classifiers)")
     fig, axes = _figure(1, 1, width=4.2, height=3.2)
     ax = axes[0, 0]
-    order = [_dataset_label(d) for d in _order(linear["dataset"])]
+    order = [dataset_label(d) for d in _order(linear["dataset"])]
     sns.boxplot(
         data=linear, x="Dataset", y="delta", order=order, ax=ax, color="#9ecae1", showfliers=False
     )
@@ -183,7 +173,7 @@ def plot_permutation_dnn(perm: pd.DataFrame, stem: str | os.PathLike[str]) -> li
             palette="crest",
         )
         ax.axhline(0, color="grey", lw=0.8, ls="--")
-        ax.set_title(_dataset_label(dataset))
+        ax.set_title(dataset_label(dataset))
         ax.set_xlabel("layer index")
         ax.set_ylabel("NP Δ (permuted \u2212 original)")
         if ax.get_legend() is not None:
@@ -254,7 +244,7 @@ def plot_np_vs_log_variance(
             _scatter_with_fits(ax, sub, "log_variance", y, hue, "viridis", annotate=True)
             parts = [
                 f"{row}={_fmt(r)}" if r is not None else None,
-                _dataset_label(c)
+                dataset_label(c)
                 if col == "dataset"
                 else (f"{col}={_fmt(c)}" if c is not None else None),
             ]
@@ -451,7 +441,7 @@ def plot_win_rates(rates: pd.DataFrame, stem: str | os.PathLike[str]) -> list[Pa
             rotation=90,
             fontsize="x-small",
         )
-        ax.set_title(_dataset_label(dataset))
+        ax.set_title(dataset_label(dataset))
         ax.set_xlabel("layers in model : layer index")
         ax.set_ylabel("win rate (lowest NLL)")
         ax.set_ylim(0, 1)
@@ -491,7 +481,7 @@ def plot_fitted_parameters(
             showfliers=False,
             log_scale=log_scale,
         )
-        ax.set_title(_dataset_label(dataset))
+        ax.set_title(dataset_label(dataset))
         ax.set_xlabel("number of layers")
         ax.set_ylabel(label or PARAMETER_LABELS.get(parameter, parameter))
         if ax.get_legend() is not None:
@@ -582,7 +572,7 @@ def plot_regularisers(models: pd.DataFrame, stem: str | os.PathLike[str]) -> lis
                 size=2.5,
                 alpha=0.6,
             )
-            ax.set_title(f"{_dataset_label(dataset)}: {'NP' if metric == 'np' else 'variance'}")
+            ax.set_title(f"{dataset_label(dataset)}: {'NP' if metric == 'np' else 'variance'}")
             ax.set_xlabel("regulariser")
             ax.set_ylabel(label)
     return save_figure(fig, stem)

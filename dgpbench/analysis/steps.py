@@ -234,15 +234,9 @@ def _split(models: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _labels(values: Sequence[str]) -> list[str]:
-    from dgpbench.reporting import dataset_label
+    from dgpbench.labels import dataset_label
 
-    return [dataset_label(str(v)) for v in values]
-
-
-def _by_dataset_label(wide: pd.DataFrame) -> pd.DataFrame:
-    """Dataset codes in the columns -> display labels, columns ordered by label (paper)."""
-    wide = wide.rename(columns=dict(zip(wide.columns, _labels(wide.columns), strict=True)))
-    return wide[sorted(wide.columns)]
+    return [dataset_label(v) for v in values]
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,18 +339,10 @@ def _curves(args: argparse.Namespace) -> None:
 
     frames = [_read_table(path, "curves", ("run", "epoch")) for path in sorted(args.curves)]
     curves = concat_curves(frames)
-    write_csv(args.out, curves, float_format="%.8g", compression=_compression(args.out))
+    write_csv(args.out, curves, float_format="%.8g")
     log.info("%d evaluations of %d runs -> %s", len(curves), len(frames), args.out)
 
 
-def _compression(path: str) -> dict | None:
-    # mtime 0: identical inputs give byte-identical .gz files
-    return {"method": "gzip", "mtime": 0} if str(path).endswith(".gz") else None
-
-
-# --------------------------------------------------------------------------------------------
-# 1. permutation test
-# --------------------------------------------------------------------------------------------
 def _permutation_args(p: argparse.ArgumentParser) -> None:
     _checkpoints_arg(p)
     p.add_argument("--n-permutations", type=int, default=100)
@@ -382,9 +368,7 @@ def _permutation(args: argparse.Namespace) -> None:
         args.checkpoints, n_permutations=args.n_permutations, seed=args.seed, progress=False
     )
     ks = permutation_ks_tests(perm, sample=args.sample, alpha=args.alpha)
-    write_csv(
-        out / "permutation.csv.gz", perm, float_format="%.8g", compression=_compression(".gz")
-    )
+    write_csv(out / "permutation.csv.gz", perm, float_format="%.8g")
     write_csv(out / "ks_tests.csv", ks, float_format="%.6g")
     summary = ks_rejection_summary(ks).assign(dataset=lambda d: _labels(d["dataset"]))
     write_table(
@@ -654,7 +638,7 @@ def _early_stopping(args: argparse.Namespace) -> None:
         burn_ins=range(args.max_burn_in + 1),
         patiences=range(1, args.max_patience + 1),
     )
-    write_csv(out / "grid.csv.gz", grid, float_format="%.6g", compression=_compression(".gz"))
+    write_csv(out / "grid.csv.gz", grid, float_format="%.6g")
     grid_labelled = grid.assign(dataset=lambda d: _labels(d["dataset"]))
     n_runs = curves["run"].nunique()
     for name, pairs, label, what in (

@@ -1,0 +1,48 @@
+"""Display names of data sets and feature methods, shared by tables and figures.
+
+A light module (no torch, no numba): reporting and plotting jobs import it without loading
+the kernels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DATASET_LABELS: dict[str, str] = {
+    "mnist": "MNIST",
+    "fashion-mnist": "Fashion-MNIST",
+    "cifar10": "CIFAR-10",
+    "emnist": "EMNIST",
+    "digits": "Digits",
+}
+
+# Workflow method names -> the paper's names; the order is the tables' row order.
+METHOD_LABELS: dict[str, str] = {
+    "softmax": "Softmax",
+    "tu": "TU",
+    "tu_norm": "TU (+ norm)",
+    "magdiff": "MAGDiff",
+    "dgp_nonorm": "DGP (- norm)",
+    "dgp": "DGP",
+}
+
+
+def dataset_label(dataset: object) -> str:
+    """Display name of a data set (``npz:`` paths and ``npz-<stem>`` ids show the stem).
+
+    Examples
+    --------
+    >>> dataset_label("fashion-mnist"), dataset_label("npz:/data/my_set.npz")
+    ('Fashion-MNIST', 'my_set')
+    """
+    name = str(dataset)
+    if name.startswith("npz:"):
+        return Path(name[4:]).stem
+    if name.startswith("npz-"):
+        return name[4:]
+    return DATASET_LABELS.get(name, name)
+
+
+def method_label(method: str) -> str:
+    """Display name of a method (``"dgp_nonorm"`` -> ``"DGP (- norm)"``)."""
+    return METHOD_LABELS.get(method, method)
