@@ -391,7 +391,12 @@ def figures(
             "Gaussian noise: detection ratio by corrupted fraction δ",
             out / "fig_gn_by_delta",
         )
-        written += [out / "fig_gn_by_n.png", out / "fig_gn_by_delta.png"]
+    else:  # the workflow declares these files whatever the configured corruptions
+        for stem in ("fig_gn_by_n", "fig_gn_by_delta"):
+            _message_figure(
+                "Gaussian noise (GN) is not among the configured corruptions.", out / stem
+            )
+    written += [out / "fig_gn_by_n.png", out / "fig_gn_by_delta.png"]
     cells = _labelled(detection_cells(rec, ["dataset", "corruption", "n", "method"]))
     _lineplot_grid(
         cells,

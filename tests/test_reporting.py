@@ -116,3 +116,12 @@ def test_tables_are_byte_identical_on_rerun(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     for name in ("fig_gn_by_n.png", "fig_gn_by_delta.png", "fig_overview.png", "fig_overview.pdf"):
         assert (tmp_path / "a" / name).stat().st_size > 1000
+
+
+def test_figures_exist_even_without_gaussian_noise(tmp_path):
+    rec = _records({k: v for k, v in RATES.items() if k[1] != "GN"})
+    written = reporting.figures(rec, tmp_path)
+    for stem in ("fig_gn_by_n", "fig_gn_by_delta", "fig_overview"):
+        for ext in (".png", ".pdf"):
+            assert (tmp_path / f"{stem}{ext}").stat().st_size > 500
+    assert tmp_path / "fig_gn_by_n.png" in written
