@@ -101,14 +101,21 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         raise NotImplementedError
 
     # -- scikit-learn API ------------------------------------------------------------------
-    def _validate_input(self, X: Any, *, reset: bool) -> np.ndarray:
-        X = validate_data(self, _flatten_images(X), reset=reset, dtype=np.float32)
+    def _raw_names(self) -> list[str]:
+        """Names of the raw representation's columns."""
+        return [f"{self._prefix}_raw{k}" for k in range(self._n_features_out)]
+
+    def _validate_input(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
+        """Flatten images, validate ``X`` (and ``y`` unless ``"no_validation"``, scikit-learn's
+        convention), and check the input size against the model."""
+        out = validate_data(self, _flatten_images(X), y, reset=reset, dtype=np.float32)
+        X = out if isinstance(y, str) and y == "no_validation" else out[0]
         n_in = self.graph_.n_inputs
         if X.shape[1] != n_in:
             raise ValueError(
                 f"X has {X.shape[1]} features per sample but the model expects {n_in} inputs"
             )
-        return X
+        return out
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> _MLPFeatures:
@@ -128,12 +135,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
             The fitted transformer.
         """
         self.graph_ = MLPGraph.from_module(_load_model(self.model))
-        X, y = validate_data(self, _flatten_images(X), y, dtype=np.float32)
-        if X.shape[1] != self.graph_.n_inputs:
-            raise ValueError(
-                f"X has {X.shape[1]} features per sample but the model expects "
-                f"{self.graph_.n_inputs} inputs"
-            )
+        X, y = self._validate_input(X, y, reset=True)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         blocks = self._raw_blocks(X)
         self.class_means_ = [
@@ -164,7 +166,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "class_means_")
         X = self._validate_input(X, reset=False)
         blocks = self._raw_blocks(X)
-        if self.representation == "raw":
+        if self.representation != "distances":  # "raw" (and Softmax's "softmax")
             return np.concatenate(blocks, axis=1).astype(np.float64, copy=False)
         # cdist, not broadcasting: (n, c, d) temporaries reach hundreds of MB for MAGDiff.
         dists = [
@@ -190,7 +192,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         if self.representation == "distances":
             names = [f"{self._prefix}_dist_class{c}" for c in self.classes_]
         else:
-            names = [f"{self._prefix}_raw{k}" for k in range(self._n_features_out)]
+            names = self._raw_names()
         return np.asarray(names, dtype=object)
 
     def __sklearn_tags__(self):
@@ -506,41 +508,8 @@ class SoftmaxFeatures(_MLPFeatures):
         p = np.exp(logits)
         return [p / p.sum(axis=1, keepdims=True)]
 
-    def transform(self, X: Any) -> np.ndarray:
-        """Softmax vectors (default) or their distances to the class means.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
-            Images.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs) or (n_samples, n_classes)
-            Softmax probabilities, or distances to the class means.
-        """
-        if self.representation == "softmax":
-            check_is_fitted(self, "class_means_")
-            return self._raw_blocks(self._validate_input(X, reset=False))[0]  # float64
-        return super().transform(X)
-
-    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """Names of the output features (``softmax_p<k>`` or ``softmax_dist_class<label>``).
-
-        Parameters
-        ----------
-        input_features : ignored
-            Present for API consistency.
-
-        Returns
-        -------
-        ndarray of str
-            One name per output column.
-        """
-        check_is_fitted(self, "class_means_")
-        if self.representation == "softmax":
-            return np.asarray([f"softmax_p{k}" for k in range(self.graph_.n_outputs)], dtype=object)
-        return super().get_feature_names_out(input_features)
+    def _raw_names(self) -> list[str]:
+        return [f"softmax_p{k}" for k in range(self.graph_.n_outputs)]
 
 
 # The paper's methods and ablation variants, by the names the config and tables use.
