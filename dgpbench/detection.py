@@ -180,9 +180,15 @@ def _decide(
     return np.asarray(is_drift, dtype=bool), np.asarray(threshold, dtype=np.float64), p_adj
 
 
-def _constant_features(X: np.ndarray) -> np.ndarray:
-    """Indices of columns of ``X`` (shape (n, d)) whose values are all equal."""
-    return np.flatnonzero((X == X[:1]).all(axis=0))
+def _check_no_constant_features(X: np.ndarray, name: str) -> None:
+    """Raise if a column of the reference ``X`` (shape (n, d)) has all values equal."""
+    constant = np.flatnonzero((X == X[:1]).all(axis=0))
+    if constant.size:
+        raise ValueError(
+            f"{name} has constant features at indices {constant.tolist()}: a constant "
+            "reference gives the KS test no distribution to compare against; drop these "
+            "features or use a more varied reference."
+        )
 
 
 def _package_version() -> str:
@@ -293,13 +299,7 @@ class KSShiftDetector(BaseEstimator):
             ensure_min_samples=2,
             copy=True,  # never alias the caller's array: it may be mutated afterwards
         )
-        constant = _constant_features(X)
-        if constant.size:
-            raise ValueError(
-                f"X_ref has constant features at indices {constant.tolist()}: a constant "
-                "reference gives the KS test no distribution to compare against; drop these "
-                "features or use a more varied reference."
-            )
+        _check_no_constant_features(X, "X_ref")
         self.X_ref_ = X
         return self
 

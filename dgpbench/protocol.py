@@ -38,7 +38,7 @@ import pandas as pd
 from scipy.stats import ks_2samp, norm
 
 from dgpbench._validation import as_float_array
-from dgpbench.detection import CORRECTIONS, _constant_features, _decide
+from dgpbench.detection import CORRECTIONS, _check_no_constant_features, _decide
 
 logger = logging.getLogger(__name__)
 
@@ -270,12 +270,7 @@ def bootstrap_detection(
             )
     elif any(d > 0 for d in deltas):
         raise ValueError(f"F_corr is None but deltas {deltas} include values > 0")
-    constant = _constant_features(F_clean)
-    if constant.size:
-        raise ValueError(
-            f"F_clean has constant features at indices {constant.tolist()}: they carry no "
-            "information for the KS test; drop them before running the protocol"
-        )
+    _check_no_constant_features(F_clean, "F_clean")
 
     frames = []
     for n in ns:
