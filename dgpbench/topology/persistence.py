@@ -22,13 +22,17 @@ def check_p(p: Any) -> float:
     return float(p)
 
 
-def np_from_tree(weights: np.ndarray, p: float, normalize: bool) -> float:
-    """``(1 + sum (1 - w)^p)^(1/p)`` of MST weights, optionally over ``(n + m - 1)^(1/p)``."""
+def np_from_tree(weights: np.ndarray, p: float, normalize: bool) -> float | np.ndarray:
+    """``(1 + sum (1 - w)^p)^(1/p)`` of MST weights, optionally over ``(n + m - 1)^(1/p)``.
+
+    ``weights`` is one tree ``(n + m - 1,)`` (returns a float) or a batch
+    ``(B, n + m - 1)`` (returns an array of shape ``(B,)``).
+    """
     w = np.asarray(weights, dtype=np.float64)
-    value = (1.0 + np.sum((1.0 - w) ** p)) ** (1.0 / p)
+    value = (1.0 + np.sum((1.0 - w) ** p, axis=-1)) ** (1.0 / p)
     if normalize:
-        value /= w.size ** (1.0 / p)  # w.size = n + m - 1
-    return float(value)
+        value = value / w.shape[-1] ** (1.0 / p)  # n + m - 1 edges
+    return float(value) if w.ndim == 1 else value
 
 
 def neural_persistence(W: Any, p: float = 2, normalize: bool = True) -> float:
