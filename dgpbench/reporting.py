@@ -21,6 +21,7 @@ import pandas as pd
 from dgpbench.io import save_figure, write_csv, write_text
 from dgpbench.labels import METHOD_LABELS, dataset_label, method_label
 from dgpbench.protocol import detection_ratio
+from dgpbench.tables import tex_escape, to_latex, to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -90,71 +91,6 @@ def _pivot(
     return wide
 
 
-def _to_markdown(wide: pd.DataFrame, title: str) -> str:
-    cols = [" / ".join(str(x) for x in (c if isinstance(c, tuple) else (c,))) for c in wide.columns]
-    idx_names = [str(n) for n in wide.index.names]
-    lines = [f"### {title}", "", "| " + " | ".join(idx_names + cols) + " |"]
-    lines.append("|" + "---|" * (len(idx_names) + len(cols)))
-    for key, row in wide.iterrows():
-        keys = key if isinstance(key, tuple) else (key,)
-        vals = ["" if pd.isna(v) else str(v) for v in row.to_numpy()]
-        lines.append("| " + " | ".join([str(k) for k in keys] + vals) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _tex_escape(text: str) -> str:
-    return str(text).replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
-
-
-def _to_latex(wide: pd.DataFrame, caption: str, label: str) -> str:
-    n_idx = wide.index.nlevels
-    col_tuples = [c if isinstance(c, tuple) else (c,) for c in wide.columns]
-    n_levels = len(col_tuples[0]) if col_tuples else 1
-    lines = [
-        r"\begin{table}",
-        r"\centering",
-        r"\begin{tabular}{" + "l" * n_idx + "r" * len(col_tuples) + "}",
-        r"\toprule",
-    ]
-    for level in range(n_levels):
-        header = (
-            [""] * n_idx if level < n_levels - 1 else [_tex_escape(n) for n in wide.index.names]
-        )
-        cells: list[str] = []
-        prev, span = None, 0
-        for c in col_tuples:
-            if c[level] == prev and level < n_levels - 1:
-                span += 1
-                continue
-            if prev is not None:
-                cells.append(
-                    rf"\multicolumn{{{span}}}{{c}}{{{_tex_escape(prev)}}}"
-                    if span > 1
-                    else _tex_escape(prev)
-                )
-            prev, span = c[level], 1
-        if prev is not None:
-            cells.append(
-                rf"\multicolumn{{{span}}}{{c}}{{{_tex_escape(prev)}}}"
-                if span > 1
-                else _tex_escape(prev)
-            )
-        lines.append(" & ".join(header + cells) + r" \\")
-    lines.append(r"\midrule")
-    for key, row in wide.iterrows():
-        keys = key if isinstance(key, tuple) else (key,)
-        vals = ["" if pd.isna(v) else str(v) for v in row.to_numpy()]
-        lines.append(" & ".join([_tex_escape(k) for k in keys] + vals) + r" \\")
-    lines += [
-        r"\bottomrule",
-        r"\end{tabular}",
-        rf"\caption{{{caption}}}",
-        rf"\label{{{label}}}",
-        r"\end{table}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def write_table(
     cells: pd.DataFrame,
     rows: list[str],
@@ -187,11 +123,11 @@ def write_table(
     write_csv(stem.with_suffix(".csv"), long)
     write_text(
         stem.with_suffix(".md"),
-        _to_markdown(_pivot(cells, rows, cols, _decorate(cells, "md")), title),
+        to_markdown(_pivot(cells, rows, cols, _decorate(cells, "md")), title),
     )
     write_text(
         stem.with_suffix(".tex"),
-        _to_latex(_pivot(cells, rows, cols, _decorate(cells, "tex")), _tex_escape(title), label),
+        to_latex(_pivot(cells, rows, cols, _decorate(cells, "tex")), tex_escape(title), label),
     )
 
 

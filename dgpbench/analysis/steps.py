@@ -44,6 +44,7 @@ import pandas as pd
 
 from dgpbench.cli import SUBCOMMANDS
 from dgpbench.io import write_csv, write_text
+from dgpbench.tables import column_tuples, tex_escape, to_latex, to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -68,73 +69,6 @@ def _target(name: str, help_: str, add_args: Callable[[argparse.ArgumentParser],
 # --------------------------------------------------------------------------------------------
 # tables
 # --------------------------------------------------------------------------------------------
-def _tex_escape(text: object) -> str:
-    out = str(text)
-    for char in ("\\", "&", "%", "$", "#", "_", "{", "}"):
-        out = out.replace(char, "\\" + char)
-    return out
-
-
-def _column_tuples(wide: pd.DataFrame) -> list[tuple]:
-    return [c if isinstance(c, tuple) else (c,) for c in wide.columns]
-
-
-def _rows(wide: pd.DataFrame):
-    """(index tuple, cell values) per row; unlike ``iterrows`` integer columns stay integers."""
-    keys = [k if isinstance(k, tuple) else (k,) for k in wide.index]
-    return zip(keys, wide.astype(object).itertuples(index=False, name=None), strict=True)
-
-
-def _markdown(wide: pd.DataFrame, title: str, fmt: Callable[[Any], str]) -> str:
-    names = [str(n) for n in wide.index.names]
-    cols = [" / ".join(str(x) for x in c) for c in _column_tuples(wide)]
-    lines = [f"### {title}", "", "| " + " | ".join(names + cols) + " |"]
-    lines.append("|" + "---|" * len(names) + "---:|" * len(cols))
-    for key, row in _rows(wide):
-        lines.append("| " + " | ".join([str(k) for k in key] + [fmt(v) for v in row]) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _latex(
-    wide: pd.DataFrame,
-    caption: str,
-    label: str,
-    fmt: Callable[[Any], str],
-    row_label: Callable[[object], str],
-) -> str:
-    """A booktabs table; repeated upper column levels are merged with \\multicolumn."""
-    n_idx = wide.index.nlevels
-    cols = _column_tuples(wide)
-    lines = [
-        r"\begin{table}",
-        r"\centering",
-        r"\begin{tabular}{" + "l" * n_idx + "r" * len(cols) + "}",
-    ]
-    lines.append(r"\toprule")
-    n_levels = len(cols[0])
-    for level in range(n_levels):
-        last = level == n_levels - 1
-        head = [_tex_escape(n) for n in wide.index.names] if last else [""] * n_idx
-        spans: list[list] = []
-        for c in cols:
-            if not last and spans and spans[-1][0] == c[: level + 1]:
-                spans[-1][1] += 1
-            else:
-                spans.append([c[: level + 1], 1])
-        cells = [
-            rf"\multicolumn{{{n}}}{{c}}{{{_tex_escape(key[-1])}}}"
-            if n > 1
-            else _tex_escape(key[-1])
-            for key, n in spans
-        ]
-        lines.append(" & ".join(head + cells) + r" \\")
-    lines.append(r"\midrule")
-    for key, row in _rows(wide):
-        lines.append(" & ".join([row_label(k) for k in key] + [fmt(v) for v in row]) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}", rf"\label{{{label}}}"]
-    return "\n".join([*lines, r"\end{table}"]) + "\n"
-
-
 def write_table(
     wide: pd.DataFrame,
     stem: str | os.PathLike[str],
@@ -143,7 +77,7 @@ def write_table(
     digits: int = 2,
     caption: str | None = None,
     label: str | None = None,
-    row_label: Callable[[object], str] = _tex_escape,
+    row_label: Callable[[object], str] = tex_escape,
 ) -> list[Path]:
     """Write a table as ``<stem>.csv``, ``<stem>.md`` and, with ``label``, ``<stem>.tex``.
 
@@ -187,13 +121,13 @@ def write_table(
         return "-" if pd.isna(value) else str(value)
 
     flat = wide.copy()
-    flat.columns = ["/".join(str(x) for x in c) for c in _column_tuples(wide)]
+    flat.columns = ["/".join(str(x) for x in c) for c in column_tuples(wide)]
     paths = [stem.with_name(stem.name + ".csv"), stem.with_name(stem.name + ".md")]
     write_csv(paths[0], flat.reset_index(), float_format="%.6g")
-    write_text(paths[1], _markdown(wide, title, fmt))
+    write_text(paths[1], to_markdown(wide, title, fmt))
     if label:
         paths.append(stem.with_name(stem.name + ".tex"))
-        write_text(paths[2], _latex(wide, caption or _tex_escape(title), label, fmt, row_label))
+        write_text(paths[2], to_latex(wide, caption or tex_escape(title), label, fmt, row_label))
     return paths
 
 
@@ -608,7 +542,7 @@ def _delta_tex(label: object) -> str:
     """``Δ_epoch(NP, val)`` -> ``$\\Delta_{\\text{epoch}}$(NP, val)``."""
     name, _, rest = str(label).partition("(")
     sub = name.removeprefix("Δ_")
-    return rf"$\Delta_{{\text{{{sub}}}}}$(" + _tex_escape(rest) if rest else _tex_escape(label)
+    return rf"$\Delta_{{\text{{{sub}}}}}$(" + tex_escape(rest) if rest else tex_escape(label)
 
 
 @_target(
