@@ -59,6 +59,8 @@ pid_of() {
     pid=$(tr -dc '0-9' <"${pidfile}")
     [[ -n ${pid} && -r /proc/${pid}/comm ]] || return 1
     [[ $(cat "/proc/${pid}/comm" 2>/dev/null) == "${comm}" ]] || return 1
+    # A killed daemon not yet reaped (state Z, zombie) or dying (X) is not running.
+    [[ $(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null) != [ZX] ]] || return 1
     printf '%s\n' "${pid}"
 }
 
