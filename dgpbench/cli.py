@@ -10,21 +10,12 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from dgpbench import __version__
+from dgpbench.commands import SUBCOMMANDS, CommandError
 
 log = logging.getLogger("dgpbench")
-
-# name -> (help, add-arguments function, run function); subcommand modules register here.
-Subcommand = tuple[
-    str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int | None]
-]
-SUBCOMMANDS: dict[str, Subcommand] = {}
-
-
-class CommandError(Exception):
-    """A user-facing failure of a subcommand: printed as one line, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,8 +65,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # Run the imported module's main: subcommands register in `dgpbench.cli.SUBCOMMANDS`,
-    # not in this `__main__` copy of the module.
-    from dgpbench.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

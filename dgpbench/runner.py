@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dgpbench.cli import SUBCOMMANDS, CommandError
+from dgpbench.commands import SUBCOMMANDS, CommandError
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def run_snakemake(snakemake_args: list[str]) -> int:
 
     Raises
     ------
-    dgpbench.cli.CommandError
+    dgpbench.commands.CommandError
         If another ``dgpbench run`` is active in the same working directory.
     """
     workdir = _directory(snakemake_args)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dgpbench.cli import SUBCOMMANDS
+from dgpbench.commands import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dgpbench.cli import SUBCOMMANDS
+from dgpbench.commands import SUBCOMMANDS
 from dgpbench.io import write_csv, write_text
 from dgpbench.tables import column_tuples, tex_escape, to_latex, to_markdown
 
