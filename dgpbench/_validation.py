@@ -2,9 +2,53 @@
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 import numpy as np
+
+
+class IntegerError(ValueError, TypeError):
+    """A value that is not an integer or is below its minimum.
+
+    Both a ``ValueError`` and a ``TypeError`` (as scikit-learn's ``InvalidParameterError``),
+    so callers catching either keep working.
+    """
+
+
+def check_int(value: Any, name: str, *, minimum: int = 1) -> int:
+    """Return ``value`` as an ``int`` if it is an integer ``>= minimum``.
+
+    Parameters
+    ----------
+    value : object
+        The input: a Python or numpy integer (``bool`` and integral floats are refused).
+    name : str
+        The argument's name, used in error messages.
+    minimum : int, default=1
+        The smallest allowed value (1: a positive integer, 0: a non-negative one).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    IntegerError
+        If ``value`` is not an integer or is below ``minimum``.
+
+    Examples
+    --------
+    >>> check_int(3, "epochs")
+    3
+    >>> check_int(0, "seed", minimum=0)
+    0
+    """
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise IntegerError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise IntegerError(f"{name} must be >= {minimum}, got {value!r}")
+    return int(value)
 
 
 def as_float_array(

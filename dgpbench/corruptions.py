@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from dgpbench._validation import as_float_array
+from dgpbench._validation import as_float_array, check_int
 
 log = logging.getLogger(__name__)
 
@@ -233,8 +233,7 @@ def corruption_rng(seed: int, corruption: str, intensity: int) -> np.random.Gene
     """
     code = corruption_code(corruption)
     level = _check_intensity(intensity)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    check_int(seed, "seed", minimum=0)
     return np.random.default_rng([int(seed), CODES.index(code), level])
 
 

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from dgpbench._validation import check_int
+
 log = logging.getLogger(__name__)
 
 DATASETS: tuple[str, ...] = ("mnist", "fashion-mnist", "cifar10", "emnist", "digits")
@@ -287,9 +289,7 @@ def sample_image_sets(
     >>> sets["x_ref"].shape, sets["y_test"].shape
     ((100, 1, 8, 8), (50,))
     """
-    for arg, value in (("n_refs", n_refs), ("n_test", n_test)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{arg} must be a positive integer, got {value!r}")
+    n_refs, n_test = check_int(n_refs, "n_refs"), check_int(n_test, "n_test")
     # One independent stream per split, so changing n_test never changes the refs.
     ref_seq, test_seq = np.random.SeedSequence(seed).spawn(2)
     out: dict[str, np.ndarray] = {}

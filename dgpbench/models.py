@@ -48,7 +48,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dgpbench._validation import as_float_array
+from dgpbench._validation import as_float_array, check_int
 from dgpbench.io import atomic_path, save_npz
 
 log = logging.getLogger(__name__)
@@ -149,15 +149,13 @@ class TrainConfig:
         if not (isinstance(self.lr, (int, float)) and self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
         for name in ("epochs", "batch_size", "checkpoints_per_epoch"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            check_int(getattr(self, name), name)
         if not (isinstance(self.val_fraction, (int, float)) and 0 <= self.val_fraction < 1):
             raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction!r}")
         if self.keep not in KEEP_OPTIONS:
             raise ValueError(f"keep must be one of {KEEP_OPTIONS}, got {self.keep!r}")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ValueError(f"threads must be a positive integer or None, got {self.threads!r}")
+        if self.threads is not None:
+            check_int(self.threads, "threads")
         object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
@@ -202,12 +200,9 @@ def _check_arch(
     dropout: Any,
 ) -> None:
     for name, value in (("n_inputs", n_inputs), ("n_layers", n_layers), ("n_classes", n_classes)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if n_layers > 1 and (
-        isinstance(hidden, bool) or not isinstance(hidden, (int, np.integer)) or hidden < 1
-    ):
-        raise ValueError(f"hidden must be a positive integer, got {hidden!r}")
+        check_int(value, name)
+    if n_layers > 1:
+        check_int(hidden, "hidden")
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
     if not isinstance(batchnorm, bool):
@@ -293,9 +288,7 @@ def set_torch_threads(n: int | None) -> int:
     """
     previous = torch.get_num_threads()
     if n is not None:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"threads must be a positive integer, got {n!r}")
-        torch.set_num_threads(int(n))
+        torch.set_num_threads(check_int(n, "threads"))
     return previous
 
 

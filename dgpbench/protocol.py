@@ -31,13 +31,13 @@ import logging
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp, norm
 
-from dgpbench._validation import as_float_array
+from dgpbench._validation import as_float_array, check_int
 from dgpbench.detection import CORRECTIONS, _check_no_constant_features, _decide
 
 logger = logging.getLogger(__name__)
@@ -156,13 +156,13 @@ def draw_indices(
     >>> idx.test.shape, idx.corrupted.sum(axis=1).tolist()
     ((3, 10), [5, 5, 5])
     """
-    n_rows = _check_int(n_rows, "n_rows", 2)
+    n_rows = check_int(n_rows, "n_rows", minimum=2)
     return _draw_indices(
         n_rows,
         _check_n(n, n_rows),
         _check_delta(delta),
-        _check_int(n_draws, "n_draws", 1),
-        _check_int(seed, "seed", 0),
+        check_int(n_draws, "n_draws", minimum=1),
+        check_int(seed, "seed", minimum=0),
     )
 
 
@@ -256,8 +256,8 @@ def bootstrap_detection(
     F_clean = as_float_array(F_clean, "F_clean", ndim=2)
     ns = [_check_n(n, F_clean.shape[0]) for n in _as_list(ns, "ns")]
     deltas = [_check_delta(d) for d in _as_list(deltas, "deltas")]
-    n_draws = _check_int(n_draws, "n_draws", 1)
-    seed = _check_int(seed, "seed", 0)
+    n_draws = check_int(n_draws, "n_draws", minimum=1)
+    seed = check_int(seed, "seed", minimum=0)
     alpha = _check_alpha(alpha)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
@@ -553,16 +553,8 @@ def _as_list(values: Iterable, name: str) -> list:
     return out
 
 
-def _check_int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _check_n(n: object, n_rows: int) -> int:
-    n = _check_int(n, "n", 2)
+    n = check_int(n, "n", minimum=2)
     if n > n_rows:
         raise ValueError(
             f"n={n} is larger than the number of available rows ({n_rows}); draws are "

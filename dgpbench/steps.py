@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from dgpbench._validation import check_int
 from dgpbench.commands import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
+from dgpbench.naming import ModelId, feature_key, parse_feature_key, parse_model_id
 
 log = logging.getLogger(__name__)
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
+    """An argparse type; argparse names the option in the error."""
+    try:
+        return check_int(int(text), "value")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -155,7 +157,9 @@ def _features(args: argparse.Namespace) -> None:
     for path in args.corrupted:
         arrays = load_npz(path)
         code = str(arrays.pop("corruption"))
-        sets.update({f"{code}_{key.removeprefix('intensity_')}": x for key, x in arrays.items()})
+        sets.update(
+            {feature_key(code, int(key.removeprefix("intensity_"))): x for key, x in arrays.items()}
+        )
     with torch_threads(args.threads):
         est = make_features(
             args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
@@ -221,9 +225,9 @@ def _detect(args: argparse.Namespace) -> None:
         rec = bootstrap_detection(clean, None, deltas=[0.0], **common)
         frames.append(rec.assign(corruption="none", intensity=0))
     for key in sorted(feats):
-        code, _, intensity = key.rpartition("_")
+        code, intensity = parse_feature_key(key)
         rec = bootstrap_detection(clean, feats[key], deltas=args.deltas, **common)
-        frames.append(rec.assign(corruption=code, intensity=int(intensity)))
+        frames.append(rec.assign(corruption=code, intensity=intensity))
     records = pd.concat(frames, ignore_index=True)
     front = ["corruption", "intensity"]
     records = records[front + [c for c in records.columns if c not in front]]
@@ -236,9 +240,6 @@ def _detect(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------------
 # aggregate / tables / figures
 # --------------------------------------------------------------------------------------------
-_MODEL_RE = re.compile(r"h(?P<hidden>\d+)-l(?P<layers>\d+)-s(?P<seed>\d+)")
-
-
 def _aggregate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("records", nargs="+", help="record CSV files")
     p.add_argument("--out", required=True, help="output CSV (.csv or .csv.gz)")
@@ -248,8 +249,10 @@ def _aggregate(args: argparse.Namespace) -> None:
     frames = [pd.read_csv(path) for path in sorted(args.records)]
     records = pd.concat(frames, ignore_index=True)
     if "model" in records:
-        parts = records["model"].str.extract(_MODEL_RE).astype("int64")
-        records = pd.concat([records, parts], axis=1)
+        ids = records["model"].astype(str)
+        parts = {m: parse_model_id(m) for m in ids.unique()}
+        for field in ModelId._fields:
+            records[field] = ids.map({m: getattr(p, field) for m, p in parts.items()})
     write_csv(args.out, records, float_format="%.6g")
     log.info("%d records from %d files -> %s", len(records), len(frames), args.out)
 

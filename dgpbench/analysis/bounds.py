@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from dgpbench._validation import check_int
 from dgpbench.analysis.sortedness import sortedness
 from dgpbench.analysis.synthetic import noisy_sort, sample_matrix, truncated_pareto
 
@@ -46,12 +47,6 @@ def draw_study_parameters(
     b = max(_MIN_B, b_scale * float(rng.beta(*b_beta)))
     s = math.exp(float(rng.uniform(*log_s_range)))
     return b, s
-
-
-def _check_count(value: int, name: str) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def bounds_tightness_study(
@@ -93,7 +88,7 @@ def bounds_tightness_study(
     """
     from dgpbench.topology import neural_persistence, np_bounds
 
-    n_matrices = _check_count(n_matrices, "n_matrices")
+    n_matrices = check_int(n_matrices, "n_matrices")
     lo, hi = (int(v) for v in size_range)
     if not 1 <= lo <= hi:
         raise ValueError(f"size_range must satisfy 1 <= low <= high, got {size_range!r}")

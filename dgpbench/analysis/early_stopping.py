@@ -33,7 +33,7 @@ import numba
 import numpy as np
 import pandas as pd
 
-from dgpbench._validation import as_float_array
+from dgpbench._validation import as_float_array, check_int
 
 __all__ = [
     "CRITERIA",
@@ -116,7 +116,7 @@ def stop_evaluation(
     """
     values, epochs = _check_curve(values, epochs)
     mode = _check_mode(mode)
-    patience = _check_patience(patience)
+    patience = check_int(patience, "patience")
     sign = 1.0 if mode == "max" else -1.0
     best = None
     counter = 0
@@ -142,12 +142,6 @@ def _check_curve(values, epochs) -> tuple[np.ndarray, np.ndarray]:
     if np.any(np.diff(epochs) <= 0):
         raise ValueError("epochs must be strictly increasing")
     return values, epochs
-
-
-def _check_patience(patience: int) -> int:
-    if isinstance(patience, bool) or int(patience) != patience or patience < 1:
-        raise ValueError(f"patience must be an integer >= 1, got {patience!r}")
-    return int(patience)
 
 
 @numba.njit(cache=True)
@@ -248,7 +242,7 @@ def early_stopping_grid(
     if missing:
         raise ValueError(f"curves lacks columns {missing}")
     burn_arr = as_float_array(list(burn_ins), "burn_ins", ndim=1, dtype=np.float64)
-    pat_arr = np.array([_check_patience(p) for p in patiences], dtype=np.int64)
+    pat_arr = np.array([check_int(p, "patience") for p in patiences], dtype=np.int64)
     if pat_arr.size == 0:
         raise ValueError("patiences must not be empty")
     keep = [c for c in keep_columns if c in curves.columns and c not in run_columns]

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from dgpbench.analysis.bounds import _check_count, draw_study_parameters
+from dgpbench._validation import check_int
+from dgpbench.analysis.bounds import draw_study_parameters
 from dgpbench.analysis.sortedness import sortedness
 from dgpbench.analysis.synthetic import (
     noisy_sort,
@@ -70,7 +71,7 @@ def np_factors_study(
     """
     from dgpbench.topology import neural_persistence
 
-    n_per_size = _check_count(n_per_size, "n_per_size")
+    n_per_size = check_int(n_per_size, "n_per_size")
     unknown = set(families) - set(FACTOR_FAMILIES)
     if unknown or not families:
         raise ValueError(
@@ -81,7 +82,7 @@ def np_factors_study(
     total = len(sizes) * n_per_size
     bar = tqdm(total=total, desc="np factors", disable=None if progress else True)
     for k, size in enumerate(sizes):
-        size = _check_count(size, "sizes[...]")
+        size = check_int(size, "sizes[...]")
         children = per_size[k].spawn(n_per_size)
         for i in range(n_per_size):
             rng = np.random.default_rng(children[i])

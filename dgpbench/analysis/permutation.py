@@ -28,6 +28,7 @@ import pandas as pd
 from scipy import stats
 from tqdm.auto import tqdm
 
+from dgpbench._validation import check_int
 from dgpbench.analysis._np import batch_neural_persistence
 from dgpbench.analysis.weights import load_weights, normalised_weights, tidy_run_columns
 
@@ -104,10 +105,7 @@ def permutation_np(
     """
     from dgpbench.topology import neural_persistence
 
-    if isinstance(n_permutations, bool) or int(n_permutations) != n_permutations:
-        raise ValueError(f"n_permutations must be an integer >= 1, got {n_permutations!r}")
-    if n_permutations < 1:
-        raise ValueError(f"n_permutations must be an integer >= 1, got {n_permutations!r}")
+    n_permutations = check_int(n_permutations, "n_permutations")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     frames = []

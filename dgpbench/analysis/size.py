@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from dgpbench._validation import check_int
 from dgpbench.analysis._np import batch_neural_persistence
-from dgpbench.analysis.bounds import _check_count
 from dgpbench.analysis.synthetic import parse_distribution, sample_matrix
 
 log = logging.getLogger(__name__)
@@ -65,9 +65,9 @@ def expected_np_grid(
     pandas.DataFrame
         ``distribution, label, n_rows, n_cols, mean_np, std_np, n_samples``.
     """
-    n_samples = _check_count(n_samples, "n_samples")
+    n_samples = check_int(n_samples, "n_samples")
     dists = [parse_distribution(d) for d in distributions]
-    sizes = [_check_count(s, "sizes[...]") for s in sizes]
+    sizes = [check_int(s, "sizes[...]") for s in sizes]
     children = np.random.SeedSequence(seed).spawn(len(dists) * len(sizes) ** 2)
     rows = []
     cells = [(d, n, m) for d in range(len(dists)) for n in sizes for m in sizes]

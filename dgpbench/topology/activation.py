@@ -17,12 +17,12 @@ import logging
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from dgpbench._validation import check_int
 from dgpbench.graphs import MLPGraph
 from dgpbench.topology._kernels import _dgp_batch, _tu_batch
 from dgpbench.topology._threads import numba_threads
@@ -86,12 +86,6 @@ def _as_graph(graph: Any) -> MLPGraph:
     raise TypeError(
         f"graph must be an MLPGraph or a torch nn.Sequential, got {type(graph).__name__}"
     )
-
-
-def _check_batch_size(batch_size: Any) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    return int(batch_size)
 
 
 def _check_standardizable(graph: MLPGraph) -> None:
@@ -185,7 +179,7 @@ def tu_representation(
         If ``graph`` is neither an MLPGraph nor a supported torch model.
     """
     graph, X = _prepare(graph, X)
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_int(batch_size, "batch_size")
     if standardize:
         _check_standardizable(graph)
     packed = _packed(graph)
@@ -270,7 +264,7 @@ def dgp_representation(
         If ``graph`` is neither an MLPGraph nor a supported torch model.
     """
     graph, X = _prepare(graph, X)
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_int(batch_size, "batch_size")
     if standardize:
         _check_standardizable(graph)
     packed = _packed(graph)
@@ -323,7 +317,7 @@ def magdiff_representation(graph: MLPGraph, X: Any, *, batch_size: int = 256) ->
         If ``graph`` is neither an MLPGraph nor a supported torch model.
     """
     graph, X = _prepare(graph, X)
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_int(batch_size, "batch_size")
     w = graph.weights[-1]
     out = np.empty((X.shape[0], w.size), dtype=np.float32)
     for start, stop in _chunks(X, batch_size, False, "MAGDiff"):

@@ -4,6 +4,8 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from dgpbench.naming import MODEL_ID_PATTERN, model_id, parse_model_id
+
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
 RESULTS = "results"
@@ -21,7 +23,7 @@ DATASETS = {dataset_id(d): d for d in config["datasets"]}
 # selects a subset of the paper's grid.
 ABLATION = [dataset_id(d) for d in config["ablation"]["datasets"] if dataset_id(d) in DATASETS]
 MODELS = [
-    f"h{h}-l{l}-s{s}"
+    model_id(h, l, s)
     for h, l, s in itertools.product(
         config["models"]["hidden"], config["models"]["layers"], config["models"]["seeds"]
     )
@@ -58,6 +60,6 @@ def join(values):
 
 wildcard_constraints:
     dataset="[A-Za-z0-9_.-]+",
-    model=r"h\d+-l\d+-s\d+",
+    model=MODEL_ID_PATTERN,
     method="[a-z_]+",
     corruption="GB|GN|PD|UN",

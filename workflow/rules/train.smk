@@ -6,9 +6,7 @@ rule train:
     params:
         name=lambda wc: DATASETS[wc.dataset],
         data=data_args(),
-        arch=lambda wc: "--hidden {} --layers {} --seed {}".format(
-            *wc.model[1:].replace("-l", " ").replace("-s", " ").split()
-        ),
+        arch=lambda wc: "--hidden {} --layers {} --seed {}".format(*parse_model_id(wc.model)),
         activation=config["models"]["activation"],
         train=lookup(within=config, dpath="training"),
         out_dir=lambda wc, output: Path(output.model).parent,

@@ -1,0 +1,129 @@
+"""The names that link the workflow's steps: model ids and feature keys.
+
+Each convention has one function that writes it and one that reads it back; the package and
+the workflow's rules (``workflow/rules/*.smk``) use only these.
+
+- A shift-detection model is ``h{hidden}-l{layers}-s{seed}`` (``h16-l2-s0``): its folder
+  under ``results/models/<dataset>/`` and the ``model`` column of the records.
+- The features of corrupted images are stored under ``<code>_<intensity>`` (``GN_3``:
+  Gaussian noise at intensity 3) in a features ``.npz``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from dgpbench._validation import check_int
+
+__all__ = [
+    "MODEL_ID_PATTERN",
+    "ModelId",
+    "feature_key",
+    "model_id",
+    "parse_feature_key",
+    "parse_model_id",
+]
+
+_MODEL_ID = "h{hidden}-l{layers}-s{seed}"
+#: Regular expression of a model id (no groups), e.g. for Snakemake's wildcard constraints.
+MODEL_ID_PATTERN = _MODEL_ID.format(hidden="[0-9]+", layers="[0-9]+", seed="[0-9]+")
+_MODEL_ID_RE = re.compile(
+    _MODEL_ID.format(
+        hidden="(?P<hidden>[0-9]+)", layers="(?P<layers>[0-9]+)", seed="(?P<seed>[0-9]+)"
+    )
+)
+_FEATURE_KEY_RE = re.compile(r"(?P<code>[A-Za-z0-9]+)_(?P<intensity>[0-9]+)")
+
+
+class ModelId(NamedTuple):
+    """The parts of a model id: hidden units per layer, linear maps, seed."""
+
+    hidden: int
+    layers: int
+    seed: int
+
+
+def model_id(hidden: int, layers: int, seed: int) -> str:
+    """The id ``h{hidden}-l{layers}-s{seed}`` of a shift-detection model.
+
+    Parameters
+    ----------
+    hidden, layers : int
+        Hidden units per layer and number of linear maps (positive).
+    seed : int
+        Model seed (non-negative).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If a part is not an integer in its range.
+
+    Examples
+    --------
+    >>> model_id(16, 2, 0)
+    'h16-l2-s0'
+    """
+    return _MODEL_ID.format(
+        hidden=check_int(hidden, "hidden"),
+        layers=check_int(layers, "layers"),
+        seed=check_int(seed, "seed", minimum=0),
+    )
+
+
+def parse_model_id(text: str) -> ModelId:
+    """The parts of a model id written by :func:`model_id`.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not a model id.
+
+    Examples
+    --------
+    >>> parse_model_id("h16-l2-s0")
+    ModelId(hidden=16, layers=2, seed=0)
+    """
+    match = _MODEL_ID_RE.fullmatch(str(text))
+    if match is None:
+        raise ValueError(
+            f"model id must look like h16-l2-s0 (h<hidden>-l<layers>-s<seed>), got {text!r}"
+        )
+    return ModelId(*(int(match[field]) for field in ModelId._fields))
+
+
+def feature_key(code: str, intensity: int) -> str:
+    """The ``.npz`` key ``<code>_<intensity>`` of features of corrupted images.
+
+    Examples
+    --------
+    >>> feature_key("GN", 3)
+    'GN_3'
+    """
+    key = f"{code}_{check_int(intensity, 'intensity', minimum=0)}"
+    if _FEATURE_KEY_RE.fullmatch(key) is None:
+        raise ValueError(f"corruption code must be letters and digits, got {code!r}")
+    return key
+
+
+def parse_feature_key(key: str) -> tuple[str, int]:
+    """The corruption code and intensity of a key written by :func:`feature_key`.
+
+    Raises
+    ------
+    ValueError
+        If ``key`` is not ``<code>_<intensity>``.
+
+    Examples
+    --------
+    >>> parse_feature_key("GN_3")
+    ('GN', 3)
+    """
+    match = _FEATURE_KEY_RE.fullmatch(str(key))
+    if match is None:
+        raise ValueError(f"feature key must be <corruption>_<intensity> (e.g. GN_3), got {key!r}")
+    return match["code"], int(match["intensity"])
