@@ -4,11 +4,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgpbench.analysis import plots
-from dgpbench.analysis.bounds import bounds_error_table, bounds_tightness_study
-from dgpbench.analysis.early_stopping import early_stopping_grid
-from dgpbench.analysis.factors import multiple_r2, np_factors_r2, np_factors_study
-from dgpbench.analysis.size import expected_np_grid
+from dgpbench.analysis.bounds import (
+    bounds_error_table,
+    bounds_tightness_study,
+    plot_bounds_tightness,
+)
+from dgpbench.analysis.dgp_variance import plot_dgp_vs_log_variance, plot_training_correlations
+from dgpbench.analysis.distributions import plot_fitted_parameters, plot_win_rates
+from dgpbench.analysis.early_stopping import early_stopping_grid, plot_early_stopping_heatmaps
+from dgpbench.analysis.factors import multiple_r2, np_factors_r2, np_factors_study, plot_np_factors
+from dgpbench.analysis.permutation import plot_permutation_dnn, plot_permutation_linear
+from dgpbench.analysis.regularisers import plot_regularisers
+from dgpbench.analysis.size import expected_np_grid, plot_size_heatmaps
+from dgpbench.analysis.variance import plot_np_vs_log_variance
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +117,8 @@ def test_every_figure_is_written(tmp_path, bounds_study):
             for k in range(4)
         ]
     )
-    _check_written(plots.plot_permutation_linear(perm, tmp_path / "perm_linear"))
-    _check_written(plots.plot_permutation_dnn(perm, tmp_path / "perm_dnn"))
+    _check_written(plot_permutation_linear(perm, tmp_path / "perm_linear"))
+    _check_written(plot_permutation_dnn(perm, tmp_path / "perm_dnn"))
     models = pd.DataFrame(
         [
             {
@@ -131,19 +139,17 @@ def test_every_figure_is_written(tmp_path, bounds_study):
             for lv in rng.uniform(-5, -3, 3)
         ]
     )
-    _check_written(plots.plot_np_vs_log_variance(models, tmp_path / "np_var"))
+    _check_written(plot_np_vs_log_variance(models, tmp_path / "np_var"))
     _check_written(
-        plots.plot_np_vs_log_variance(
-            models, tmp_path / "np_var_full", row="n_layers", hue="hidden"
-        )
+        plot_np_vs_log_variance(models, tmp_path / "np_var_full", row="n_layers", hue="hidden")
     )
-    _check_written(plots.plot_dgp_vs_log_variance(models, tmp_path / "dgp_var"))
-    _check_written(plots.plot_regularisers(models, tmp_path / "regularisers"))
-    _check_written(plots.plot_bounds_tightness(bounds_study, tmp_path / "bounds"))
+    _check_written(plot_dgp_vs_log_variance(models, tmp_path / "dgp_var"))
+    _check_written(plot_regularisers(models, tmp_path / "regularisers"))
+    _check_written(plot_bounds_tightness(bounds_study, tmp_path / "bounds"))
     factors = np_factors_study(sizes=(8,), n_per_size=10, progress=False)
-    _check_written(plots.plot_np_factors(factors, tmp_path / "factors", np_factors_r2(factors)))
+    _check_written(plot_np_factors(factors, tmp_path / "factors", np_factors_r2(factors)))
     grid = expected_np_grid(["uniform", "normal(0.5)"], sizes=(4, 6), n_samples=3, progress=False)
-    _check_written(plots.plot_size_heatmaps(grid, tmp_path / "size"))
+    _check_written(plot_size_heatmaps(grid, tmp_path / "size"))
     rates = pd.DataFrame(
         [
             {"dataset": "mnist", "n_layers": 2, "layer": layer, "family": f, "win_rate": w}
@@ -151,11 +157,11 @@ def test_every_figure_is_written(tmp_path, bounds_study):
             for f, w in (("pareto", 0.7), ("normal", 0.3), ("beta", 0.0))
         ]
     )
-    _check_written(plots.plot_win_rates(rates, tmp_path / "win_rates"))
+    _check_written(plot_win_rates(rates, tmp_path / "win_rates"))
     fits = pd.DataFrame(
         {"dataset": "mnist", "n_layers": 2, "layer": [0, 1] * 5, "pareto_b": rng.uniform(1, 60, 10)}
     )
-    _check_written(plots.plot_fitted_parameters(fits, tmp_path / "pareto_b"))
+    _check_written(plot_fitted_parameters(fits, tmp_path / "pareto_b"))
     curves = pd.DataFrame(
         {
             "run": np.repeat([0, 1], 12),
@@ -168,8 +174,8 @@ def test_every_figure_is_written(tmp_path, bounds_study):
         }
     )
     es = early_stopping_grid(curves, burn_ins=[0, 1], patiences=[1, 2])
-    _check_written(plots.plot_early_stopping_heatmaps(es, tmp_path / "early_stopping"))
+    _check_written(plot_early_stopping_heatmaps(es, tmp_path / "early_stopping"))
     corr = pd.DataFrame({"metric": ["np", "dgp"] * 5, "tau": rng.uniform(-1, 1, 10)})
-    _check_written(plots.plot_training_correlations(corr, tmp_path / "correlations"))
+    _check_written(plot_training_correlations(corr, tmp_path / "correlations"))
     with pytest.raises(ValueError, match="lacks"):
-        plots.plot_bounds_tightness(bounds_study.drop(columns="upper"), tmp_path / "x")
+        plot_bounds_tightness(bounds_study.drop(columns="upper"), tmp_path / "x")

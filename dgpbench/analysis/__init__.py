@@ -1,7 +1,8 @@
 """Neural-persistence analyses of the paper's Sections 3-4 and Appendices B-E, G.1-G.4.
 
-Each analysis is a function returning a tidy :class:`pandas.DataFrame`; the figures are
-separate functions in :mod:`dgpbench.analysis.plots` that take those tables. Modules:
+Each analysis is a function returning a tidy :class:`pandas.DataFrame`; its figure is a
+``plot_*`` function that takes that table, and its ``dgpbench analysis`` target (the
+workflow step) sits in the same module, so one study is one file. Modules:
 
 ``synthetic``       distributions on [0, 1] and the noisy sorting process (App. E.1)
 ``sortedness``      the sortedness measure (App. E.2)
@@ -12,11 +13,12 @@ separate functions in :mod:`dgpbench.analysis.plots` that take those tables. Mod
 ``weights``         weights of checkpoints, NP / variance / DGP of a network
 ``permutation``     permutation test for spatial structure, KS tests (Sec. 4.2-4.3)
 ``variance``        NP vs. log-variance: per-model table, R² (Sec. 4, App. G.1)
-``curves``          criteria at every quarter-epoch evaluation of a training run
+``curves``          criteria at every quarter-epoch evaluation of a training run; training
 ``early_stopping``  Algorithm 2 of Rieck et al. on NP, variance, DGP, validation (App. G.2)
 ``regularisers``    NP and variance under batch norm / dropout (App. G.3)
 ``dgp_variance``    Kendall's tau of DGP / NP with the variance over training (App. G.4)
-``plots``           every figure
+``steps``           the ``dgpbench analysis`` subcommand: which module holds each target
+``_common``         what the targets share: reading inputs, writing tables, figure canvas
 """
 
 from __future__ import annotations
@@ -65,15 +67,37 @@ _EXPORTS = {
     "load_weights": "weights",
     "model_metrics": "weights",
     "normalised_weights": "weights",
+    "plot_bounds_tightness": "bounds",
+    "plot_dgp_vs_log_variance": "dgp_variance",
+    "plot_training_correlations": "dgp_variance",
+    "plot_fitted_parameters": "distributions",
+    "plot_win_rates": "distributions",
+    "plot_early_stopping_heatmaps": "early_stopping",
+    "plot_np_factors": "factors",
+    "plot_permutation_dnn": "permutation",
+    "plot_permutation_linear": "permutation",
+    "plot_regularisers": "regularisers",
+    "plot_size_heatmaps": "size",
+    "plot_np_vs_log_variance": "variance",
 }
 
 if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
-    from dgpbench.analysis.bounds import bounds_error_table, bounds_tightness_study
+    from dgpbench.analysis.bounds import (
+        bounds_error_table,
+        bounds_tightness_study,
+        plot_bounds_tightness,
+    )
     from dgpbench.analysis.curves import CurveRecorder, concat_curves, criterion_curves
-    from dgpbench.analysis.dgp_variance import training_correlations
+    from dgpbench.analysis.dgp_variance import (
+        plot_dgp_vs_log_variance,
+        plot_training_correlations,
+        training_correlations,
+    )
     from dgpbench.analysis.distributions import (
         fit_all,
         fit_distribution,
+        plot_fitted_parameters,
+        plot_win_rates,
         weight_distribution_study,
         win_rates,
     )
@@ -82,19 +106,28 @@ if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
         NP_TABLE_PAIRS,
         early_stopping_differences,
         early_stopping_grid,
+        plot_early_stopping_heatmaps,
         stop_evaluation,
     )
-    from dgpbench.analysis.factors import np_factors_r2, np_factors_study
+    from dgpbench.analysis.factors import np_factors_r2, np_factors_study, plot_np_factors
     from dgpbench.analysis.permutation import (
         ks_rejection_summary,
         permutation_ks_tests,
         permutation_np,
         permutation_study,
+        plot_permutation_dnn,
+        plot_permutation_linear,
     )
-    from dgpbench.analysis.regularisers import regulariser_summary
-    from dgpbench.analysis.size import expected_np_grid
+    from dgpbench.analysis.regularisers import plot_regularisers, regulariser_summary
+    from dgpbench.analysis.size import expected_np_grid, plot_size_heatmaps
     from dgpbench.analysis.synthetic import noisy_sort, parse_distribution, sample_matrix
-    from dgpbench.analysis.variance import linear_fit, model_study, np_variance_r2, r2_table
+    from dgpbench.analysis.variance import (
+        linear_fit,
+        model_study,
+        np_variance_r2,
+        plot_np_vs_log_variance,
+        r2_table,
+    )
     from dgpbench.analysis.weights import load_weights, model_metrics, normalised_weights
 
 __all__ = [
@@ -125,6 +158,18 @@ __all__ = [
     "permutation_ks_tests",
     "permutation_np",
     "permutation_study",
+    "plot_bounds_tightness",
+    "plot_dgp_vs_log_variance",
+    "plot_early_stopping_heatmaps",
+    "plot_fitted_parameters",
+    "plot_np_factors",
+    "plot_np_vs_log_variance",
+    "plot_permutation_dnn",
+    "plot_permutation_linear",
+    "plot_regularisers",
+    "plot_size_heatmaps",
+    "plot_training_correlations",
+    "plot_win_rates",
     "r2_table",
     "regulariser_summary",
     "sample_matrix",

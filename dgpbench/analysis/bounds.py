@@ -12,24 +12,43 @@ Choices where the paper is silent:
   each matrix by its maximum first, as the normalisation of trained weights would;
 * the *error* of a bound is ``|bound - NP|`` (absolute) and ``|bound - NP| / NP``
   (relative), both on normalised values; the table reports their mean and maximum.
+
+Also here: its figure :func:`plot_bounds_tightness`; the target ``dgpbench analysis
+bounds``.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
+from dgpbench.analysis._common import (
+    new_figure,
+    out_dir_arg,
+    quiet_seaborn,
+    require_columns,
+    write_table,
+)
 from dgpbench.analysis.sortedness import sortedness
 from dgpbench.analysis.synthetic import noisy_sort, sample_matrix, truncated_pareto
+from dgpbench.io import save_figure, write_csv
 
 log = logging.getLogger(__name__)
 
-__all__ = ["bounds_error_table", "bounds_tightness_study", "draw_study_parameters"]
+__all__ = [
+    "bounds_error_table",
+    "bounds_tightness_study",
+    "draw_study_parameters",
+    "plot_bounds_tightness",
+]
 
 # b is drawn as b_scale * Beta; Beta can return values this small, where truncpareto's
 # normalising constant 1 - 2^-b underflows in relative precision: floor b here.
@@ -148,3 +167,93 @@ def bounds_error_table(study: pd.DataFrame) -> pd.DataFrame:
             "n_matrices": len(study),
         }
     return pd.DataFrame(rows).T.rename_axis("bound")
+
+
+# --------------------------------------------------------------------------------------------
+# figure
+# --------------------------------------------------------------------------------------------
+
+
+@quiet_seaborn
+def plot_bounds_tightness(study: pd.DataFrame, stem: str | os.PathLike[str]) -> list[Path]:
+    """Bounds vs. NP (fig:appendix:additional:bounds:tightness).
+
+    Lower bounds as cyan circles, upper bounds as crosses coloured by sortedness, the
+    diagonal in orange.
+    """
+    require_columns(study, ["np", "lower", "upper", "sortedness"], "study")
+    fig, axes = new_figure(1, 1, width=5.4, height=4.6)
+    ax = axes[0, 0]
+    ax.scatter(
+        study["np"],
+        study["lower"],
+        s=10,
+        facecolors="none",
+        edgecolors="c",
+        label="lower bound L",
+        linewidths=0.7,
+    )
+    points = ax.scatter(
+        study["np"],
+        study["upper"],
+        s=14,
+        marker="x",
+        c=study["sortedness"],
+        cmap="viridis",
+        vmin=min(0.0, study["sortedness"].min()),
+        vmax=1.0,
+        label="upper bound U",
+        linewidths=0.8,
+    )
+    lim = [0.0, max(1.0, float(study[["np", "lower", "upper"]].to_numpy().max()))]
+    ax.plot(lim, lim, color="orange", lw=1.2, label="NP = bound")
+    ax.set_xlim(lim)
+    ax.set_ylim(lim)
+    ax.set_xlabel("neural persistence (normalised)")
+    ax.set_ylabel("bound (normalised)")
+    ax.set_title(f"Tightness of bounds ({len(study)} matrices)")
+    fig.colorbar(points, ax=ax, label="sortedness of W (upper bounds)")
+    ax.legend(loc="upper left", fontsize="small")
+    return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis bounds`
+# --------------------------------------------------------------------------------------------
+
+
+def _bounds_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--n-matrices", type=int, default=10_000)
+    p.add_argument("--size-range", type=int, nargs=2, default=[50, 500], metavar=("LOW", "HIGH"))
+    p.add_argument("--seed", type=int, default=0)
+    out_dir_arg(p)
+
+
+def _bounds(args: argparse.Namespace) -> None:
+    out = Path(args.out_dir)
+    study = bounds_tightness_study(
+        args.n_matrices, size_range=tuple(args.size_range), seed=args.seed, progress=False
+    )
+    write_csv(out / "study.csv", study, float_format="%.8g")
+    table = bounds_error_table(study)
+    table = table[["abs_mean", "abs_max", "rel_mean", "rel_max"]]
+    table.columns = pd.MultiIndex.from_product(
+        [["absolute error", "relative error"], ["mean", "max"]]
+    )
+    write_table(
+        table,
+        out / "table_bounds",
+        title=f"Errors of the NP bounds on {len(study)} synthetic matrices",
+        digits=4,
+        caption=(
+            f"Absolute and relative errors of the upper bound and lower bound estimated on "
+            f"{len(study)} synthetic matrices: mean and maximum deviation from the actual NP."
+        ),
+        label="tab:appendix:tightnessofbounds",
+    )
+    plot_bounds_tightness(study, out / "fig_bounds_tightness")
+    log.info("bounds of %d matrices -> %s", len(study), out)
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"bounds": (_bounds_args, _bounds)}

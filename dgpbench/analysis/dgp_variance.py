@@ -4,17 +4,39 @@ Over training, Kendall's tau between the variance of the normalised weights and 
 for comparison, between the variance and NP) is computed per run from the quarter-epoch
 curves (:mod:`dgpbench.analysis.curves`); for final models, DGP is plotted against the
 log-variance (use :func:`dgpbench.analysis.variance.model_study` rows).
+
+Also here: its figures :func:`plot_dgp_vs_log_variance`, :func:`plot_training_correlations`;
+the target ``dgpbench analysis dgp-variance``.
 """
 
 from __future__ import annotations
 
+import argparse
+import logging
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["training_correlations"]
+from dgpbench.analysis._common import (
+    dataset_labels,
+    new_figure,
+    ordered_values,
+    out_dir_arg,
+    quiet_seaborn,
+    read_table,
+    require_columns,
+    split_models,
+    write_table,
+)
+from dgpbench.io import save_figure, write_csv
+
+log = logging.getLogger(__name__)
+
+__all__ = ["plot_dgp_vs_log_variance", "plot_training_correlations", "training_correlations"]
 
 
 def training_correlations(
@@ -62,3 +84,95 @@ def training_correlations(
                 {**base, "metric": metric, "n_evaluations": len(run), "tau": tau, "pvalue": pvalue}
             )
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# figures
+# --------------------------------------------------------------------------------------------
+
+
+@quiet_seaborn
+def plot_dgp_vs_log_variance(
+    models: pd.DataFrame, stem: str | os.PathLike[str], *, hue: str = "hidden"
+) -> list[Path]:
+    """DGP of final models against the log-variance, per data set (fig:dnp:dnpvsvariance)."""
+    from dgpbench.analysis.variance import plot_np_vs_log_variance
+
+    return plot_np_vs_log_variance(
+        models, stem, col="dataset", hue=hue, y="dgp", title="DGP vs. variance of weights"
+    )
+
+
+@quiet_seaborn
+def plot_training_correlations(
+    correlations: pd.DataFrame, stem: str | os.PathLike[str]
+) -> list[Path]:
+    """Histograms of Kendall's tau with the variance over training (fig:dnp:...:correlation).
+
+    Left: NP vs. variance, right: DGP vs. variance.
+    """
+    import seaborn as sns
+
+    require_columns(correlations, ["metric", "tau"], "correlations")
+    metrics = ordered_values(correlations["metric"], ["np", "dgp"])
+    fig, axes = new_figure(1, len(metrics), width=3.6, height=3.0, sharey=True)
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        sub = correlations[(correlations["metric"] == metric) & correlations["tau"].notna()]
+        hue = "dataset" if "dataset" in sub and sub["dataset"].nunique() > 1 else None
+        sns.histplot(
+            data=sub,
+            x="tau",
+            hue=hue,
+            ax=ax,
+            bins=np.linspace(-1, 1, 21),
+            multiple="stack",
+            palette="Set2" if hue else None,
+            color=None if hue else "#3182bd",
+        )
+        ax.set_xlim(-1, 1)
+        name = {"np": "NP", "dgp": "DGP"}.get(metric, metric)
+        ax.set_title(f"{name} vs. variance over training")
+        ax.set_xlabel(f"Kendall's τ ({name}, variance)")
+        ax.set_ylabel("number of training runs")
+    return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis dgp-variance`
+# --------------------------------------------------------------------------------------------
+
+
+def _dgp_variance_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--curves", required=True, help="curves CSV of `dgpbench analysis curves`")
+    p.add_argument("--models", required=True, help="models CSV of `dgpbench analysis models`")
+    out_dir_arg(p)
+
+
+def _dgp_variance(args: argparse.Namespace) -> None:
+    out = Path(args.out_dir)
+    curves = read_table(args.curves, "curves", ("run", "np", "dgp", "variance"))
+    models = read_table(args.models, "models", ("dataset", "n_layers", "dgp", "log_variance"))
+    corr = training_correlations(curves)
+    write_csv(out / "correlations.csv", corr, float_format="%.6g")
+    summary = (
+        corr.assign(dataset=lambda d: dataset_labels(d["dataset"]))
+        .groupby(["dataset", "metric"], sort=True)["tau"]
+        .agg(
+            runs="size",
+            mean_tau="mean",
+            median_tau="median",
+            share_abs_above_half=lambda t: (t.abs() > 0.5).mean(),
+        )
+    )
+    write_table(
+        summary, out / "table_correlations", title="Kendall's τ with the variance over training"
+    )
+    plot_training_correlations(corr, out / "fig_training_correlations")
+    _, deep = split_models(models)
+    if len(deep):
+        plot_dgp_vs_log_variance(deep, out / "fig_dgp_vs_log_variance")
+    log.info("correlations of %d runs -> %s", curves["run"].nunique(), out)
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"dgp-variance": (_dgp_variance_args, _dgp_variance)}

@@ -19,18 +19,40 @@ approximation:
 * Beta: ``(α-1) Σ log x + (β-1) Σ log(1-x) - n log B(α, β)`` with ``scipy.special.betaln``.
 
 The tests check both against ``-scipy.stats.<family>.logpdf(x).sum()`` on the full sample.
+
+Also here: its figures :func:`plot_win_rates`, :func:`plot_fitted_parameters`; the target
+``dgpbench analysis weights``.
 """
 
 from __future__ import annotations
 
+import argparse
+import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
 from dgpbench._validation import as_float_array
+from dgpbench.analysis._common import (
+    FAMILY_LABELS,
+    checkpoints_arg,
+    dataset_labels,
+    new_figure,
+    ordered_values,
+    out_dir_arg,
+    quiet_seaborn,
+    require_columns,
+    write_table,
+)
+from dgpbench.io import save_figure, write_csv
+from dgpbench.labels import dataset_label
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "FAMILIES",
@@ -40,6 +62,8 @@ __all__ = [
     "fit_distribution",
     "fits_to_record",
     "negative_log_likelihood",
+    "plot_fitted_parameters",
+    "plot_win_rates",
     "weight_distribution_study",
     "win_rates",
 ]
@@ -348,3 +372,141 @@ def weight_distribution_study(
                 {**info, "layer": layer, "n_rows": W.shape[0], "n_cols": W.shape[1], **record}
             )
     return tidy_run_columns(pd.DataFrame(rows))
+
+
+# --------------------------------------------------------------------------------------------
+# figures
+# --------------------------------------------------------------------------------------------
+
+PARAMETER_LABELS = {
+    "pareto_b": "fitted truncated-Pareto b",
+    "normal_sigma": "fitted truncated-normal \u03c3",
+    "exponential_lam": "fitted truncated-exponential \u03bb",
+    "beta_a": "fitted Beta \u03b1",
+    "beta_b": "fitted Beta \u03b2",
+}
+
+
+@quiet_seaborn
+def plot_win_rates(rates: pd.DataFrame, stem: str | os.PathLike[str]) -> list[Path]:
+    """Stacked win rates per data set, depth and layer (fig:weightdistributions:winrates).
+
+    Parameters
+    ----------
+    rates : pandas.DataFrame
+        :func:`dgpbench.analysis.distributions.win_rates` grouped by ``dataset, n_layers,
+        layer``.
+    """
+    import seaborn as sns
+
+    require_columns(rates, ["dataset", "n_layers", "layer", "family", "win_rate"], "rates")
+    datasets = ordered_values(rates["dataset"])
+    families = ordered_values(rates["family"], ["pareto", "normal", "exponential", "beta"])
+    colors = dict(zip(families, sns.color_palette("Set2", len(families)), strict=True))
+    fig, axes = new_figure(
+        1,
+        len(datasets),
+        width=max(3.6, 0.35 * rates.groupby(["n_layers", "layer"]).ngroups + 1.5),
+        height=3.4,
+        sharey=True,
+    )
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        sub = rates[rates["dataset"] == dataset]
+        wide = sub.pivot_table(
+            index=["n_layers", "layer"], columns="family", values="win_rate", fill_value=0.0
+        ).reindex(columns=families, fill_value=0.0)
+        xs = np.arange(len(wide))
+        bottom = np.zeros(len(wide))
+        for family in families:
+            ax.bar(
+                xs,
+                wide[family],
+                bottom=bottom,
+                color=colors[family],
+                label=FAMILY_LABELS.get(family, family),
+                width=0.8,
+            )
+            bottom += wide[family].to_numpy()
+        ax.set_xticks(
+            xs,
+            [f"{int(n)}L:{int(layer) + 1}" for n, layer in wide.index],
+            rotation=90,
+            fontsize="x-small",
+        )
+        ax.set_title(dataset_label(dataset))
+        ax.set_xlabel("layers in model : layer index")
+        ax.set_ylabel("win rate (lowest NLL)")
+        ax.set_ylim(0, 1)
+    axes[0, -1].legend(
+        fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0), title="family"
+    )
+    return save_figure(fig, stem)
+
+
+@quiet_seaborn
+def plot_fitted_parameters(
+    fits: pd.DataFrame,
+    stem: str | os.PathLike[str],
+    *,
+    parameter: str = "pareto_b",
+    label: str | None = None,
+    log_scale: bool = True,
+) -> list[Path]:
+    """Distribution of a fitted parameter by data set, depth and layer.
+
+    ``parameter="pareto_b"`` gives fig:weightdistribution:parameters:pareto and
+    ``"normal_sigma"`` fig:weightdistribution:parameters:normal.
+    """
+    import seaborn as sns
+
+    require_columns(fits, ["dataset", "n_layers", "layer", parameter], "fits")
+    data = fits.assign(**{"layer index": fits["layer"] + 1, "layers": fits["n_layers"].astype(int)})
+    datasets = ordered_values(data["dataset"])
+    fig, axes = new_figure(1, len(datasets), width=3.8, height=3.2, sharey=True)
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        sub = data[data["dataset"] == dataset]
+        sns.boxplot(
+            data=sub,
+            x="layers",
+            y=parameter,
+            hue="layer index",
+            ax=ax,
+            palette="flare",
+            showfliers=False,
+            log_scale=log_scale,
+        )
+        ax.set_title(dataset_label(dataset))
+        ax.set_xlabel("number of layers")
+        ax.set_ylabel(label or PARAMETER_LABELS.get(parameter, parameter))
+        if ax.get_legend() is not None:
+            ax.get_legend().set_title("layer index")
+    return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis weights`
+# --------------------------------------------------------------------------------------------
+
+
+def _weights_args(p: argparse.ArgumentParser) -> None:
+    checkpoints_arg(p)
+    out_dir_arg(p)
+
+
+def _weights(args: argparse.Namespace) -> None:
+    out = Path(args.out_dir)
+    fits = weight_distribution_study(args.checkpoints, progress=False)
+    write_csv(out / "fits.csv", fits, float_format="%.8g")
+    rates = win_rates(fits, by=("dataset", "n_layers", "layer"))
+    wide = rates.assign(dataset=lambda d: dataset_labels(d["dataset"])).pivot_table(
+        index=["dataset", "n_layers", "layer"], columns="family", values="win_rate"
+    )
+    write_table(wide, out / "table_win_rates", title="Win rates (lowest NLL) per layer")
+    plot_win_rates(rates, out / "fig_win_rates")
+    plot_fitted_parameters(fits, out / "fig_pareto_b", parameter="pareto_b")
+    plot_fitted_parameters(fits, out / "fig_normal_sigma", parameter="normal_sigma")
+    log.info("fits of %d matrices -> %s", len(fits), out)
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"weights": (_weights_args, _weights)}

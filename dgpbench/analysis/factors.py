@@ -8,18 +8,33 @@ is fitted per size (and family); the paper reports R² ≈ 89 %.
 
 As in :mod:`dgpbench.analysis.bounds`, entries are used as sampled (``rescale_max`` divides
 by the matrix maximum first).
+
+Also here: its figure :func:`plot_np_factors`; the target ``dgpbench analysis np-factors``.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
+from dgpbench.analysis._common import (
+    FAMILY_LABELS,
+    NP_LABEL,
+    new_figure,
+    ordered_values,
+    out_dir_arg,
+    quiet_seaborn,
+    require_columns,
+    write_table,
+)
 from dgpbench.analysis.bounds import draw_study_parameters
 from dgpbench.analysis.sortedness import sortedness
 from dgpbench.analysis.synthetic import (
@@ -28,10 +43,11 @@ from dgpbench.analysis.synthetic import (
     truncated_normal,
     truncated_pareto,
 )
+from dgpbench.io import save_figure, write_csv
 
 log = logging.getLogger(__name__)
 
-__all__ = ["multiple_r2", "np_factors_r2", "np_factors_study"]
+__all__ = ["multiple_r2", "np_factors_r2", "np_factors_study", "plot_np_factors"]
 
 FACTOR_FAMILIES = ("pareto", "normal")
 
@@ -152,3 +168,87 @@ def np_factors_r2(
                 {"size": size, "family": family, "n": len(sub), "r2": r2, "r2_pct": 100 * r2}
             )
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# figure
+# --------------------------------------------------------------------------------------------
+
+
+@quiet_seaborn
+def plot_np_factors(
+    study: pd.DataFrame, stem: str | os.PathLike[str], r2: pd.DataFrame | None = None
+) -> list[Path]:
+    """NP vs. log-variance coloured by sortedness, one panel per size (fig:np:variance:vs:np).
+
+    Parameters
+    ----------
+    study : pandas.DataFrame
+        :func:`dgpbench.analysis.factors.np_factors_study` rows.
+    stem : path-like
+    r2 : pandas.DataFrame, optional
+        :func:`dgpbench.analysis.factors.np_factors_r2` output, shown in the titles.
+    """
+    require_columns(study, ["size", "family", "np", "log_variance", "sortedness"], "study")
+    sizes = ordered_values(study["size"])
+    fig, axes = new_figure(1, len(sizes), width=3.6, height=3.3)
+    markers = {"pareto": "o", "normal": "^"}
+    for ax, size in zip(axes[0], sizes, strict=True):
+        sub = study[(study["size"] == size) & np.isfinite(study["log_variance"])]
+        points = None
+        for family, group in sub.groupby("family", sort=True):
+            points = ax.scatter(
+                group["log_variance"],
+                group["np"],
+                c=group["sortedness"],
+                cmap="viridis",
+                vmin=0,
+                vmax=1,
+                s=6,
+                alpha=0.8,
+                marker=markers.get(family, "o"),
+                label=FAMILY_LABELS.get(family, family),
+            )
+        title = f"{size} \u00d7 {size}"
+        if r2 is not None:
+            pooled = r2[(r2["size"] == size) & (r2["family"] == "all")]
+            if len(pooled):
+                title += f"  (R²={pooled['r2_pct'].iloc[0]:.0f}%)"
+        ax.set_title(title)
+        ax.set_xlabel("log-variance of entries")
+        ax.set_ylabel(NP_LABEL)
+        ax.legend(fontsize="x-small", loc="best", title="distribution")
+    if points is not None:
+        fig.colorbar(points, ax=axes[0, -1], label="sortedness")
+    return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis np-factors`
+# --------------------------------------------------------------------------------------------
+
+
+def _factors_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 250])
+    p.add_argument("--n-per-size", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    out_dir_arg(p)
+
+
+def _factors(args: argparse.Namespace) -> None:
+    out = Path(args.out_dir)
+    study = np_factors_study(args.sizes, args.n_per_size, seed=args.seed, progress=False)
+    write_csv(out / "study.csv", study, float_format="%.8g")
+    r2 = np_factors_r2(study)
+    write_table(
+        r2.set_index(["size", "family"])[["n", "r2_pct"]],
+        out / "table_r2",
+        title="R² (%) of NP ~ log-variance + sortedness",
+        digits=1,
+    )
+    plot_np_factors(study, out / "fig_np_factors", r2)
+    log.info("NP factors of %d matrices -> %s", len(study), out)
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"np-factors": (_factors_args, _factors)}

@@ -13,14 +13,19 @@ does not say which permuted values enter the test): by default each model contri
 mean NP over its permutations (``sample="mean"``: two samples of equal size, one value per
 model in each), so the test is not inflated by treating the permutations of one model as
 independent models; ``sample="all"`` uses every permuted value instead.
+
+Also here: its figures :func:`plot_permutation_linear`, :func:`plot_permutation_dnn`; the
+target ``dgpbench analysis permutation``.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -29,8 +34,21 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
+from dgpbench.analysis._common import (
+    checkpoints_arg,
+    dataset_labels,
+    new_figure,
+    ordered_values,
+    out_dir_arg,
+    quiet_seaborn,
+    require_columns,
+    split_models,
+    write_table,
+)
 from dgpbench.analysis._np import batch_neural_persistence
 from dgpbench.analysis.weights import load_weights, normalised_weights, tidy_run_columns
+from dgpbench.io import save_figure, write_csv
+from dgpbench.labels import dataset_label
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +58,8 @@ __all__ = [
     "permutation_ks_tests",
     "permutation_np",
     "permutation_study",
+    "plot_permutation_dnn",
+    "plot_permutation_linear",
     "shuffled_copies",
 ]
 
@@ -265,3 +285,129 @@ def ks_rejection_summary(ks: pd.DataFrame, *, by: str = "dataset") -> pd.DataFra
         .agg(n_tests="size", n_rejected="sum")
         .reset_index()
     )
+
+
+# --------------------------------------------------------------------------------------------
+# figures
+# --------------------------------------------------------------------------------------------
+
+
+@quiet_seaborn
+def plot_permutation_linear(perm: pd.DataFrame, stem: str | os.PathLike[str]) -> list[Path]:
+    """NP Δ (permuted - original) of linear classifiers per data set (fig:np:linear:spatial).
+
+    Parameters
+    ----------
+    perm : pandas.DataFrame
+        :func:`dgpbench.analysis.permutation.permutation_study` rows; only ``n_layers == 1``
+        are drawn.
+    stem : path-like
+        Output path without suffix.
+    """
+    import seaborn as sns
+
+    require_columns(perm, ["dataset", "n_layers", "delta", "model"], "perm")
+    linear = perm[perm["n_layers"] == 1].assign(Dataset=lambda d: d["dataset"].map(dataset_label))
+    require_columns(linear, ["delta"], "perm (linear classifiers)")
+    fig, axes = new_figure(1, 1, width=4.2, height=3.2)
+    ax = axes[0, 0]
+    order = [dataset_label(d) for d in ordered_values(linear["dataset"])]
+    sns.boxplot(
+        data=linear, x="Dataset", y="delta", order=order, ax=ax, color="#9ecae1", showfliers=False
+    )
+    per_model = linear.groupby(["Dataset", "model"], as_index=False)["delta"].mean()
+    sns.stripplot(
+        data=per_model,
+        x="Dataset",
+        y="delta",
+        order=order,
+        ax=ax,
+        color="#08519c",
+        size=3,
+        label="per-model mean",
+    )
+    ax.axhline(0, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("data set")
+    ax.set_ylabel("NP Δ (permuted \u2212 original)")
+    ax.set_title("Linear classifiers: permuted weights")
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles[:1], labels[:1], loc="best", fontsize="small")
+    return save_figure(fig, stem)
+
+
+@quiet_seaborn
+def plot_permutation_dnn(perm: pd.DataFrame, stem: str | os.PathLike[str]) -> list[Path]:
+    """NP Δ of DNN layers by data set and layer index (fig:np:dnn:permute).
+
+    Columns: data sets; x: layer index (1 = connected to the inputs); hue: number of layers.
+    """
+    import seaborn as sns
+
+    require_columns(perm, ["dataset", "n_layers", "layer", "delta"], "perm")
+    deep = perm[perm["n_layers"] > 1].assign(
+        **{"layer index": lambda d: d["layer"] + 1, "layers": lambda d: d["n_layers"].astype(int)}
+    )
+    require_columns(deep, ["delta"], "perm (DNNs)")
+    datasets = ordered_values(deep["dataset"])
+    fig, axes = new_figure(1, len(datasets), width=3.6, height=3.2, sharey=True)
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        sub = deep[deep["dataset"] == dataset]
+        sns.boxplot(
+            data=sub,
+            x="layer index",
+            y="delta",
+            hue="layers",
+            ax=ax,
+            showfliers=False,
+            palette="crest",
+        )
+        ax.axhline(0, color="grey", lw=0.8, ls="--")
+        ax.set_title(dataset_label(dataset))
+        ax.set_xlabel("layer index")
+        ax.set_ylabel("NP Δ (permuted \u2212 original)")
+        if ax.get_legend() is not None:
+            ax.get_legend().set_title("number of layers")
+    return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis permutation`
+# --------------------------------------------------------------------------------------------
+
+
+def _permutation_args(p: argparse.ArgumentParser) -> None:
+    checkpoints_arg(p)
+    p.add_argument("--n-permutations", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sample", default="mean", help="permuted KS sample: mean or all")
+    p.add_argument("--alpha", type=float, default=0.05, help="level of the KS tests")
+    out_dir_arg(p)
+
+
+def _permutation(args: argparse.Namespace) -> None:
+    if not 0 < args.alpha < 1:
+        raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")
+    out = Path(args.out_dir)
+    perm = permutation_study(
+        args.checkpoints, n_permutations=args.n_permutations, seed=args.seed, progress=False
+    )
+    ks = permutation_ks_tests(perm, sample=args.sample, alpha=args.alpha)
+    write_csv(out / "permutation.csv.gz", perm, float_format="%.8g")
+    write_csv(out / "ks_tests.csv", ks, float_format="%.6g")
+    summary = ks_rejection_summary(ks).assign(dataset=lambda d: dataset_labels(d["dataset"]))
+    write_table(
+        summary.set_index(["dataset", "layers"]),
+        out / "table_ks_rejections",
+        title=f"KS tests rejecting 'NP unchanged by permutation' (alpha = {args.alpha})",
+    )
+    linear, deep = split_models(perm)
+    if len(linear):
+        plot_permutation_linear(perm, out / "fig_permutation_linear")
+    if len(deep):
+        plot_permutation_dnn(perm, out / "fig_permutation_dnn")
+    log.info("%d KS tests, %d rejected -> %s", len(ks), int(ks["reject"].sum()), out)
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"permutation": (_permutation_args, _permutation)}

@@ -6,16 +6,39 @@ normalisation, or with dropout 0.5, on MNIST and Fashion-MNIST; the distribution
 of the variance of the normalised weights are compared per regulariser. Use
 :func:`dgpbench.analysis.variance.model_study` on the final checkpoints to get the
 per-model values, then :func:`regulariser_summary` for the table.
+
+Also here: its figure :func:`plot_regularisers`; the target ``dgpbench analysis
+regularisers``.
 """
 
 from __future__ import annotations
 
+import argparse
+import logging
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 from scipy import stats
 
-__all__ = ["REGULARISER_ORDER", "regulariser_summary"]
+from dgpbench.analysis._common import (
+    NP_LABEL,
+    checkpoints_arg,
+    dataset_labels,
+    new_figure,
+    ordered_values,
+    out_dir_arg,
+    quiet_seaborn,
+    require_columns,
+    write_table,
+)
+from dgpbench.io import save_figure, write_csv
+from dgpbench.labels import dataset_label
+
+log = logging.getLogger(__name__)
+
+__all__ = ["REGULARISER_ORDER", "plot_regularisers", "regulariser_summary"]
 
 REGULARISER_ORDER = ("none", "batchnorm", "dropout")
 
@@ -65,3 +88,82 @@ def regulariser_summary(
                 )
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# figure
+# --------------------------------------------------------------------------------------------
+
+
+@quiet_seaborn
+def plot_regularisers(models: pd.DataFrame, stem: str | os.PathLike[str]) -> list[Path]:
+    """NP and variance of weights per regulariser, one row per data set (App. G.3 figures)."""
+    import seaborn as sns
+
+    require_columns(models, ["dataset", "regulariser", "np", "variance"], "models")
+    datasets = ordered_values(models["dataset"])
+    order = ordered_values(models["regulariser"], REGULARISER_ORDER)
+    fig, axes = new_figure(len(datasets), 2, width=3.6, height=3.0)
+    for i, dataset in enumerate(datasets):
+        sub = models[models["dataset"] == dataset]
+        for j, (metric, label) in enumerate(
+            (("np", NP_LABEL), ("variance", "variance of normalised weights"))
+        ):
+            ax = axes[i, j]
+            sns.boxplot(
+                data=sub,
+                x="regulariser",
+                y=metric,
+                order=order,
+                hue="regulariser",
+                hue_order=order,
+                ax=ax,
+                showfliers=False,
+                palette="Set2",
+                legend=False,
+            )
+            sns.stripplot(
+                data=sub,
+                x="regulariser",
+                y=metric,
+                order=order,
+                ax=ax,
+                color="k",
+                size=2.5,
+                alpha=0.6,
+            )
+            ax.set_title(f"{dataset_label(dataset)}: {'NP' if metric == 'np' else 'variance'}")
+            ax.set_xlabel("regulariser")
+            ax.set_ylabel(label)
+    return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis regularisers`
+# --------------------------------------------------------------------------------------------
+
+
+def _regularisers_args(p: argparse.ArgumentParser) -> None:
+    checkpoints_arg(p)
+    out_dir_arg(p)
+
+
+def _regularisers(args: argparse.Namespace) -> None:
+    from dgpbench.analysis.variance import model_study
+
+    out = Path(args.out_dir)
+    models = model_study(args.checkpoints, dgp=False, progress=False)
+    write_csv(out / "models.csv", models, float_format="%.8g")
+    summary = regulariser_summary(models).assign(dataset=lambda d: dataset_labels(d["dataset"]))
+    write_table(
+        summary.set_index(["dataset", "regulariser"]),
+        out / "table_summary",
+        title="NP and variance of weights per regulariser (KS p-value vs. none)",
+        digits=4,
+    )
+    plot_regularisers(models, out / "fig_regularisers")
+    log.info("%d regularised models -> %s", len(models), out)
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"regularisers": (_regularisers_args, _regularisers)}

@@ -5,24 +5,32 @@ matrices with iid entries are drawn and their normalised NP averaged; the paper 
 expectation decreasing with size as heatmaps for Uniform, truncated normal (sigma = 0.5, as
 in the text and the issue; the figure caption says sigma² = 1/2) and truncated Pareto
 distributions with increasing b.
+
+Also here: its figure :func:`plot_size_heatmaps`; the target ``dgpbench analysis size``.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
+import math
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
+from dgpbench.analysis._common import new_figure, out_dir_arg, quiet_seaborn, require_columns
 from dgpbench.analysis._np import batch_neural_persistence
 from dgpbench.analysis.synthetic import parse_distribution, sample_matrix
+from dgpbench.io import save_figure, write_csv
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_DISTRIBUTIONS", "expected_np_grid"]
+__all__ = ["DEFAULT_DISTRIBUTIONS", "expected_np_grid", "plot_size_heatmaps"]
 
 DEFAULT_DISTRIBUTIONS = (
     "uniform",
@@ -91,3 +99,71 @@ def expected_np_grid(
             }
         )
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# figure
+# --------------------------------------------------------------------------------------------
+
+
+@quiet_seaborn
+def plot_size_heatmaps(grid: pd.DataFrame, stem: str | os.PathLike[str]) -> list[Path]:
+    """Expected normalised NP over (rows, columns), one heatmap per distribution.
+
+    Heatmaps have their own colour scales (fig:appendix:matrixshape:*): the trend, not the
+    level, is the point.
+    """
+    import seaborn as sns
+
+    require_columns(grid, ["label", "n_rows", "n_cols", "mean_np"], "grid")
+    labels = list(dict.fromkeys(grid["label"]))
+    n_cols = min(4, len(labels))
+    n_rows = math.ceil(len(labels) / n_cols)
+    fig, axes = new_figure(n_rows, n_cols, width=3.4, height=3.0)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(labels):
+            ax.set_axis_off()
+            continue
+        sub = grid[grid["label"] == labels[k]]
+        table = sub.pivot_table(index="n_rows", columns="n_cols", values="mean_np")
+        sns.heatmap(
+            table,
+            ax=ax,
+            cmap="rocket",
+            cbar_kws={"label": "mean normalised NP"},
+            annot=table.shape[0] <= 6,
+            fmt=".2f",
+            annot_kws={"fontsize": 6},
+        )
+        ax.invert_yaxis()
+        ax.set_title(labels[k], fontsize="small")
+        ax.set_xlabel("number of columns m")
+        ax.set_ylabel("number of rows n")
+    return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis size`
+# --------------------------------------------------------------------------------------------
+
+
+def _size_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--distributions", nargs="+", required=True, help="e.g. uniform pareto(5)")
+    p.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200, 300, 400, 500])
+    p.add_argument("--n-samples", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    out_dir_arg(p)
+
+
+def _size(args: argparse.Namespace) -> None:
+    out = Path(args.out_dir)
+    grid = expected_np_grid(
+        args.distributions, args.sizes, args.n_samples, seed=args.seed, progress=False
+    )
+    write_csv(out / "grid.csv", grid, float_format="%.8g")
+    plot_size_heatmaps(grid, out / "fig_size_heatmaps")
+    log.info("%d cells -> %s", len(grid), out)
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"size": (_size_args, _size)}

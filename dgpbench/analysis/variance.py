@@ -4,23 +4,46 @@ For trained models, NP is regressed on ``log(variance)`` of the network's normal
 weights (natural log; R² does not depend on the base) by ordinary least squares: per data
 set for linear classifiers (Figure "linear: variance", R² ≈ 99 %) and per architecture for
 DNNs (table tab:appendix:additional:variancevspersistence:full:r2, ~line 1463).
+
+Also here: its figure :func:`plot_np_vs_log_variance`; the targets ``dgpbench analysis
+models`` and ``dgpbench analysis np-variance``.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
+import math
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from dgpbench.analysis._common import (
+    LOGVAR_LABEL,
+    NP_LABEL,
+    checkpoints_arg,
+    dataset_labels,
+    new_figure,
+    ordered_values,
+    out_dir_arg,
+    quiet_seaborn,
+    read_table,
+    require_columns,
+    short_number,
+    split_models,
+    write_table,
+)
 from dgpbench.analysis.weights import load_weights, model_metrics, tidy_run_columns
+from dgpbench.io import save_figure, write_csv
+from dgpbench.labels import dataset_label
 
 log = logging.getLogger(__name__)
 
-__all__ = ["linear_fit", "model_study", "np_variance_r2", "r2_table"]
+__all__ = ["linear_fit", "model_study", "np_variance_r2", "plot_np_vs_log_variance", "r2_table"]
 
 
 def model_study(
@@ -146,3 +169,168 @@ def r2_table(r2: pd.DataFrame) -> pd.DataFrame:
     return deep.pivot_table(
         index=["hidden_layers", "hidden"], columns=["dataset", "activation"], values="r2_pct"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# figure
+# --------------------------------------------------------------------------------------------
+
+
+def _scatter_with_fits(ax, data, x, y, hue, palette, annotate):
+    import seaborn as sns
+
+    groups = [(None, data)] if hue is None else list(data.groupby(hue, sort=True))
+    colors = sns.color_palette(palette, max(1, len(groups)))
+    for color, (key, group) in zip(colors, groups, strict=True):
+        slope, intercept, r2 = linear_fit(group[x], group[y])
+        label = "models" if key is None else short_number(key)
+        if annotate and not math.isnan(r2):
+            label += f" (R²={100 * r2:.0f}%)"
+        ax.scatter(group[x], group[y], s=12, color=color, alpha=0.8, label=label)
+        if not math.isnan(slope):
+            xs = np.linspace(group[x].min(), group[x].max(), 2)
+            ax.plot(xs, slope * xs + intercept, color=color, lw=1)
+    ax.legend(fontsize="x-small", loc="best", title=hue)
+
+
+@quiet_seaborn
+def plot_np_vs_log_variance(
+    models: pd.DataFrame,
+    stem: str | os.PathLike[str],
+    *,
+    col: str | None = "dataset",
+    row: str | None = None,
+    hue: str | None = None,
+    y: str = "np",
+    title: str | None = None,
+) -> list[Path]:
+    """Scatter of NP against the log-variance with a least-squares line per group.
+
+    Parameters
+    ----------
+    models : pandas.DataFrame
+        :func:`dgpbench.analysis.variance.model_study` rows (filter them first: e.g. linear
+        classifiers with ``col="dataset"``; DNNs with 3-4 layers and hidden 250/650; or
+        one activation with ``row="n_layers", col="dataset", hue="hidden"`` for the appendix
+        figures).
+    stem : path-like
+    col, row, hue : str, optional
+        Facet and colour columns.
+    y : str, default="np"
+        Response column (``"dgp"`` for Appendix G.4).
+    title : str, optional
+    """
+    require_columns(models, ["log_variance", y] + [c for c in (col, row, hue) if c], "models")
+    rows = ordered_values(models[row]) if row else [None]
+    cols = ordered_values(models[col]) if col else [None]
+    fig, axes = new_figure(len(rows), len(cols), sharex=False, sharey=False)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            ax = axes[i, j]
+            sub = models
+            if r is not None:
+                sub = sub[sub[row] == r]
+            if c is not None:
+                sub = sub[sub[col] == c]
+            if sub.empty:
+                ax.set_axis_off()
+                continue
+            _scatter_with_fits(ax, sub, "log_variance", y, hue, "viridis", annotate=True)
+            parts = [
+                f"{row}={short_number(r)}" if r is not None else None,
+                dataset_label(c)
+                if col == "dataset"
+                else (f"{col}={short_number(c)}" if c is not None else None),
+            ]
+            ax.set_title(", ".join(p for p in parts if p), fontsize="small")
+            ax.set_xlabel(LOGVAR_LABEL)
+            ax.set_ylabel(NP_LABEL if y == "np" else ("DGP" if y == "dgp" else y))
+    if title:
+        fig.suptitle(title)
+    return save_figure(fig, stem)
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis models`, `dgpbench analysis np-variance`
+# --------------------------------------------------------------------------------------------
+
+
+def _models_args(p: argparse.ArgumentParser) -> None:
+    checkpoints_arg(p)
+    p.add_argument("--out", required=True, help="output CSV")
+
+
+def _models(args: argparse.Namespace) -> None:
+    models = model_study(args.checkpoints, progress=False)
+    write_csv(args.out, models, float_format="%.8g")
+    log.info("%d models -> %s", len(models), args.out)
+
+
+def _np_variance_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", required=True, help="models CSV of `dgpbench analysis models`")
+    p.add_argument("--figure-layers", type=int, nargs="*", default=[], help="main figure: layers")
+    p.add_argument("--figure-hidden", type=int, nargs="*", default=[], help="main figure: widths")
+    out_dir_arg(p)
+
+
+def _np_variance(args: argparse.Namespace) -> None:
+    out = Path(args.out_dir)
+    models = read_table(args.models, "models", ("dataset", "n_layers", "np", "log_variance"))
+    linear, deep = split_models(models)
+    if len(linear):
+        r2 = np_variance_r2(linear, by=["dataset"]).assign(
+            dataset=lambda d: dataset_labels(d["dataset"])
+        )
+        write_table(
+            r2.set_index("dataset")[["n", "slope", "intercept", "r2_pct"]],
+            out / "table_r2_linear",
+            title="Linear classifiers: R² (%) of NP ~ log-variance per data set",
+        )
+        plot_np_vs_log_variance(
+            linear, out / "fig_np_vs_log_variance_linear", title="Linear classifiers"
+        )
+    if len(deep):
+        r2 = np_variance_r2(deep)
+        write_csv(out / "r2.csv", r2, float_format="%.6g")
+        wide = r2_table(r2)
+        labels = dataset_labels(wide.columns.get_level_values("dataset"))
+        wide.columns = pd.MultiIndex.from_arrays(
+            [labels, wide.columns.get_level_values("activation")], names=wide.columns.names
+        )
+        wide = wide.sort_index(axis=1)
+        write_table(
+            wide,
+            out / "table_r2",
+            title="R² (x100) of NP ~ log-variance per architecture",
+            digits=1,
+            caption=(
+                r"$R^2$ score ($\times 100$) of linear regression fits of NP on the "
+                r"$\log$-transformed variance of weights, one fit per architecture over its runs."
+            ),
+            label="tab:appendix:additional:variancevspersistence:full:r2",
+        )
+        main = deep
+        if args.figure_layers:
+            main = main[main["n_layers"].isin(args.figure_layers)]
+        if args.figure_hidden:
+            main = main[main["hidden"].isin(args.figure_hidden)]
+        if main.empty:
+            raise ValueError(
+                f"no DNN with layers in {args.figure_layers} and hidden in {args.figure_hidden}"
+            )
+        plot_np_vs_log_variance(
+            main, out / "fig_np_vs_log_variance_dnn", row="n_layers", hue="hidden", title="DNNs"
+        )
+        for activation, sub in deep.groupby("activation", sort=True):
+            plot_np_vs_log_variance(
+                sub,
+                out / f"fig_np_vs_log_variance_{activation}",
+                row="n_layers",
+                hue="hidden",
+                title=f"{activation} networks",
+            )
+    log.info("NP vs. log-variance of %d models -> %s", len(models), out)
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"models": (_models_args, _models), "np-variance": (_np_variance_args, _np_variance)}
