@@ -17,6 +17,28 @@ from dgpbench.analysis.early_stopping import (
 EPOCHS = np.arange(1, 21) / 4  # 0.25 ... 5.0
 
 
+def algorithm2(values, epochs, *, mode, patience, burn_in, min_delta=0.0):
+    """The oracle: Algorithm 2 of Rieck et al., one evaluation at a time, in plain Python.
+
+    A transcription of the rule in the module docstring of dgpbench.analysis.early_stopping
+    (burn-in skips evaluations, the first value after it is the best so far, ties do not
+    improve, stop once ``patience`` evaluations in a row did not improve).
+    """
+    sign = 1.0 if mode == "max" else -1.0
+    best = None
+    counter = 0
+    for k, (value, epoch) in enumerate(zip(sign * np.asarray(values, float), epochs, strict=True)):
+        if epoch <= burn_in:
+            continue
+        if best is None or value > best + min_delta:
+            best, counter = value, 0
+        else:
+            counter += 1
+        if counter >= patience:
+            return k
+    return len(values) - 1
+
+
 def test_increasing_criterion_stops_after_patience_non_improvements():
     values = [1, 2, 3, 4, 4, 3.5, 5, 5, 5, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
     # patience 2: evaluations 4 (tie) and 5 (drop) do not improve -> stop at index 5
@@ -112,7 +134,7 @@ def test_grid_agrees_with_reference_rule(seed, min_delta):
     modes = {"np": "max", "variance": "min", "dgp": "max", "val_accuracy": "max"}
     for row in grid.sample(25, random_state=seed % 1000).itertuples():
         run = curves[curves.run == row.run]
-        k = stop_evaluation(
+        k = algorithm2(
             run[row.criterion],
             run["epoch"],
             mode=modes[row.criterion],
@@ -157,3 +179,18 @@ def test_differences_table_layout_and_values():
     assert dgp.loc["Δ_accuracy(DGP, var)", "B"] == pytest.approx(-10.0)
     with pytest.raises(ValueError, match="criterion"):
         early_stopping_differences(grid, [("np", "val_loss")])
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    values=st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.25, 0.5, 1.0]), min_size=1, max_size=30),
+    mode=st.sampled_from(["max", "min"]),
+    patience=st.integers(1, 6),
+    burn_in=st.sampled_from([0, 0.25, 0.6, 1, 3]),
+    min_delta=st.sampled_from([0.0, 0.1]),
+)
+def test_stop_evaluation_agrees_with_the_oracle(values, mode, patience, burn_in, min_delta):
+    # few distinct values, so ties and margins of exactly min_delta are frequent
+    epochs = np.arange(1, len(values) + 1) / 4
+    kwargs = {"mode": mode, "patience": patience, "burn_in": burn_in, "min_delta": min_delta}
+    assert stop_evaluation(values, epochs, **kwargs) == algorithm2(values, epochs, **kwargs)

@@ -5,7 +5,9 @@ neural persistence (NP), the variance of the normalised weights, deep graph pers
 (DGP) and the validation accuracy, evaluated every quarter epoch, with burn-in 0-25 epochs
 and patience 1-10, over at most 40 epochs.
 
-The rule, exactly as implemented here (:func:`stop_evaluation`):
+The rule, exactly as implemented here (one compiled pass per run and burn-in serves every
+patience; :func:`stop_evaluation` is one cell of it, and the tests check it against a
+plain-Python transcription of the rule):
 
 1. Evaluations happen at epochs ``e_1 < e_2 < ...`` (quarter epochs: 0.25, 0.5, ...).
    Evaluations with ``e_k <= burn_in`` are skipped entirely: during the burn-in the callback
@@ -137,21 +139,10 @@ def stop_evaluation(
     4
     """
     values, epochs = _check_curve(values, epochs)
-    mode = _check_mode(mode)
-    patience = check_int(patience, "patience")
-    sign = 1.0 if mode == "max" else -1.0
-    best = None
-    counter = 0
-    for k, (value, epoch) in enumerate(zip(sign * values, epochs, strict=True)):
-        if epoch <= burn_in:
-            continue
-        if best is None or value > best + min_delta:
-            best, counter = value, 0
-        else:
-            counter += 1
-        if counter >= patience:
-            return k
-    return len(values) - 1
+    signed = values * (1.0 if _check_mode(mode) == "max" else -1.0)
+    burn_ins = as_float_array([burn_in], "burn_in", ndim=1, dtype=np.float64)
+    patiences = np.array([check_int(patience, "patience")], dtype=np.int64)
+    return int(_stop_grid(signed, epochs, burn_ins, patiences, float(min_delta))[0, 0])
 
 
 def _check_curve(values, epochs) -> tuple[np.ndarray, np.ndarray]:
@@ -173,7 +164,7 @@ def _stop_grid(
     burn_ins: np.ndarray,
     patiences: np.ndarray,
     min_delta: float,
-) -> np.ndarray:  # pragma: no cover - compiled; checked against stop_evaluation in tests
+) -> np.ndarray:  # pragma: no cover - compiled; checked against the tests' reference
     """Stop indices for every (burn-in, patience): one pass per burn-in."""
     n = signed.size
     out = np.empty((burn_ins.size, patiences.size), dtype=np.int64)

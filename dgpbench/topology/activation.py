@@ -134,6 +134,27 @@ def _prepare(graph: Any, X: Any) -> tuple[MLPGraph, np.ndarray]:
     return graph, X
 
 
+def _graph_chunks(
+    graph: MLPGraph,
+    X: np.ndarray,
+    packed: _Packed,
+    *,
+    standardize: bool,
+    batch_size: int,
+    progress: bool,
+    desc: str,
+) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
+    """The kernels' inputs, chunk by chunk: ``(rows, A, mu, s)``.
+
+    ``rows`` selects the chunk's samples, ``A`` holds every layer's input activations side by
+    side (C-contiguous) and ``mu, s`` their standardisation (:func:`_standardisation`).
+    """
+    for start, stop in _chunks(X, batch_size, progress, desc):
+        inputs = graph._forward(X[start:stop], keep_inputs=True)[0]
+        mu, s = _standardisation(inputs, packed, standardize)
+        yield slice(start, stop), np.ascontiguousarray(np.concatenate(inputs, axis=1)), mu, s
+
+
 def tu_representation(
     graph: MLPGraph,
     X: Any,
@@ -189,12 +210,18 @@ def tu_representation(
         np.empty((n, sizes[i] + sizes[i + 1] - 1), dtype=np.float32) for i in range(len(sizes) - 1)
     ]
     log.debug("TU representation of %d samples, layers %s", n, graph.layer_sizes)
+    chunks = _graph_chunks(
+        graph,
+        X,
+        packed,
+        standardize=standardize,
+        batch_size=batch_size,
+        progress=progress,
+        desc="TU",
+    )
     with numba_threads(n_jobs):
-        for start, stop in _chunks(X, batch_size, progress, "TU"):
-            inputs = graph._forward(X[start:stop], keep_inputs=True)[0]
-            mu, s = _standardisation(inputs, packed, standardize)
-            A = np.ascontiguousarray(np.concatenate(inputs, axis=1))
-            tmp = np.empty((stop - start, packed.o_off[-1]), dtype=np.float32)
+        for rows, A, mu, s in chunks:
+            tmp = np.empty((A.shape[0], packed.o_off[-1]), dtype=np.float32)
             skip_zero_rows = not standardize  # zero rows are only zero when mu == 0
             _tu_batch(
                 A,
@@ -210,7 +237,7 @@ def tu_representation(
                 packed.o_off,
             )
             for i, out in enumerate(outs):
-                out[start:stop] = tmp[:, packed.o_off[i] : packed.o_off[i + 1]]
+                out[rows] = tmp[:, packed.o_off[i] : packed.o_off[i + 1]]
     return outs
 
 
@@ -271,11 +298,17 @@ def dgp_representation(
     n = X.shape[0]
     out = np.empty((n, graph.n_inputs + graph.n_outputs - 1), dtype=np.float32)
     log.debug("DGP representation of %d samples, layers %s", n, graph.layer_sizes)
+    chunks = _graph_chunks(
+        graph,
+        X,
+        packed,
+        standardize=standardize,
+        batch_size=batch_size,
+        progress=progress,
+        desc="DGP",
+    )
     with numba_threads(n_jobs):
-        for start, stop in _chunks(X, batch_size, progress, "DGP"):
-            inputs = graph._forward(X[start:stop], keep_inputs=True)[0]
-            mu, s = _standardisation(inputs, packed, standardize)
-            A = np.ascontiguousarray(np.concatenate(inputs, axis=1))
+        for rows, A, mu, s in chunks:
             _dgp_batch(
                 A,
                 packed.a_off,
@@ -287,7 +320,7 @@ def dgp_representation(
                 mu,
                 s,
                 bool(normalize),
-                out[start:stop],
+                out[rows],
             )
     return out
 
