@@ -316,6 +316,31 @@ def test_curves_from_files_match_the_recorder(trained_run):
         criterion_curves(out / "missing", progress=False)
 
 
+def test_model_study_reads_final_values_from_the_curves(trained_run, tmp_path):
+    from dgpbench.models import list_checkpoints
+
+    out, recorded, _ = trained_run
+    final = list_checkpoints(out)[-1][1]
+    # the curves as `dgpbench analysis train` stores them: 8 significant digits
+    recorded.to_csv(tmp_path / "curves.csv", index=False, float_format="%.8g")
+    curve = pd.read_csv(tmp_path / "curves.csv")
+    fresh = model_study([final], progress=False)
+    reused = model_study([final], curves=[curve], progress=False)
+    assert list(reused.columns) == list(fresh.columns)
+    assert reused.to_csv(float_format="%.8g") == fresh.to_csv(float_format="%.8g")
+    # the values are read, not recomputed
+    marked = curve.copy()
+    marked.loc[marked.index[-1], "dgp"] = 0.123
+    assert model_study([final], curves=[marked], progress=False)["dgp"].iloc[0] == 0.123
+    # curves that end before the checkpoint, or of another run, are refused
+    with pytest.raises(ValueError, match="end at epoch"):
+        model_study([final], curves=[curve.iloc[:-1]], progress=False)
+    with pytest.raises(ValueError, match="do not belong"):
+        model_study([final], curves=[curve.assign(np=curve["np"] * 1.01)], progress=False)
+    with pytest.raises(ValueError, match="one frame per checkpoint"):
+        model_study([final, final], curves=[curve], progress=False)
+
+
 def test_training_correlations_on_hand_made_curves():
     epochs = np.arange(1, 9) / 4
     variance = np.linspace(0.1, 0.02, 8)

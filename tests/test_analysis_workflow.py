@@ -71,7 +71,8 @@ def runs(tmp_path_factory) -> dict:
     curves = root / "curves.csv.gz"
     _run("curves", *(p.parent / "curves.csv" for p in main_runs), "--out", curves)
     models = root / "models.csv"
-    _run("models", "--checkpoints", *main_runs, "--out", models)
+    run_curves = [p.parent / "curves.csv" for p in main_runs]
+    _run("models", "--checkpoints", *main_runs, "--curves", *run_curves, "--out", models)
     return {"root": root, "main": main_runs, "reg": reg_runs, "curves": curves, "models": models}
 
 
@@ -108,6 +109,14 @@ def test_train_writes_model_metrics_and_curves(runs):
     assert (info["n_layers"], info["hidden"], info["activation"]) == (2, 8, "relu")
     linear = pd.read_csv(runs["main"][0].parent / "curves.csv")
     assert linear["hidden"].isna().all() and (linear["n_layers"] == 1).all()
+
+
+def test_models_from_curves_equal_models_recomputed(runs, tmp_path):
+    # the workflow reads NP, variance and DGP from the curves; recomputing them from the
+    # checkpoints gives the same file, byte for byte
+    fresh = tmp_path / "models.csv"
+    _run("models", "--checkpoints", *runs["main"], "--out", fresh)
+    assert fresh.read_bytes() == runs["models"].read_bytes()
 
 
 def test_models_and_np_variance(runs):
@@ -257,6 +266,10 @@ def test_regularisers(runs):
     ("argv", "message"),
     [
         ("models --checkpoints {root}/nope.pt --out {root}/x.csv", "does not exist"),
+        (
+            "models --checkpoints {model} --curves {curves} {curves} --out {root}/x.csv",
+            "one file per checkpoint",
+        ),
         (
             "permutation --checkpoints {model} --n-permutations 0 --out-dir {root}/x",
             "n_permutations",

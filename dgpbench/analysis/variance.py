@@ -37,7 +37,7 @@ from dgpbench.analysis._common import (
     split_models,
     write_table,
 )
-from dgpbench.analysis.weights import load_weights, model_metrics, tidy_run_columns
+from dgpbench.analysis.weights import layer_nps, load_weights, model_metrics, tidy_run_columns
 from dgpbench.io import save_figure, write_csv
 from dgpbench.labels import dataset_label
 
@@ -49,6 +49,7 @@ __all__ = ["linear_fit", "model_study", "np_variance_r2", "plot_np_vs_log_varian
 def model_study(
     checkpoints: Sequence[str | os.PathLike[str]],
     *,
+    curves: Sequence[pd.DataFrame] | None = None,
     p: float = 2.0,
     dgp: bool = True,
     progress: bool = True,
@@ -61,6 +62,12 @@ def model_study(
     ----------
     checkpoints : sequence of path-like
         Checkpoints of :func:`dgpbench.models.train_mlp` (usually the final ones).
+    curves : sequence of pandas.DataFrame, optional
+        The training curves of each checkpoint's run, in the same order
+        (:class:`dgpbench.analysis.curves.CurveRecorder` rows). Their last evaluation is the
+        checkpoint, so NP, variance, log-variance and DGP are read from it instead of
+        recomputed; only the per-layer NP comes from the weights (and their mean must match
+        the curve's NP, which catches curves of another run).
     p : float, default=2
     dgp : bool, default=True
         Also compute DGP.
@@ -75,11 +82,50 @@ def model_study(
     """
     if len(checkpoints) == 0:
         raise ValueError("checkpoints must not be empty")
+    if curves is not None and len(curves) != len(checkpoints):
+        raise ValueError(
+            f"curves must have one frame per checkpoint, got {len(curves)} for "
+            f"{len(checkpoints)} checkpoints"
+        )
     rows = []
-    for path in tqdm(checkpoints, desc="models", disable=None if progress else True):
+    for i, path in enumerate(tqdm(checkpoints, desc="models", disable=None if progress else True)):
         weights, info = load_weights(path)
-        rows.append({**info, **model_metrics(weights, p=p, layers=True, dgp=dgp)})
+        if curves is None:
+            rows.append({**info, **model_metrics(weights, p=p, layers=True, dgp=dgp)})
+        else:
+            rows.append({**info, **_final_metrics(curves[i], weights, info, p=p, dgp=dgp)})
     return tidy_run_columns(pd.DataFrame(rows))
+
+
+def _final_metrics(
+    curve: pd.DataFrame, weights: list[np.ndarray], info: dict, *, p: float, dgp: bool
+) -> dict[str, float]:
+    """``model_metrics`` of a checkpoint, NP / variance / DGP read from its run's curve."""
+    path = info["path"]
+    needed = ["epoch", "np", "variance", "log_variance"] + (["dgp"] if dgp else [])
+    missing = [c for c in needed if c not in curve.columns]
+    if missing:
+        raise ValueError(f"curves of {path} lack columns {missing}")
+    if curve.empty:
+        raise ValueError(f"curves of {path} have no rows")
+    last = curve.loc[curve["epoch"].idxmax()]
+    epoch = info.get("epoch")
+    if epoch is not None and not math.isclose(float(last["epoch"]), float(epoch), abs_tol=1e-6):
+        raise ValueError(
+            f"curves of {path} end at epoch {last['epoch']}, the checkpoint is from epoch {epoch}"
+        )
+    per_layer = layer_nps(weights, p=p)
+    # the curves keep 8 significant digits
+    if not math.isclose(float(np.mean(per_layer)), float(last["np"]), rel_tol=1e-6):
+        raise ValueError(
+            f"curves do not belong to {path}: their final NP is {last['np']}, the "
+            f"checkpoint's {np.mean(per_layer)}"
+        )
+    out = {c: float(last[c]) for c in ("np", "variance", "log_variance")}
+    out.update({f"np_layer_{i}": v for i, v in enumerate(per_layer)})
+    if dgp:
+        out["dgp"] = float(last["dgp"])
+    return out
 
 
 def linear_fit(x, y) -> tuple[float, float, float]:
@@ -257,11 +303,25 @@ def plot_np_vs_log_variance(
 
 def _models_args(p: argparse.ArgumentParser) -> None:
     checkpoints_arg(p)
+    p.add_argument(
+        "--curves",
+        nargs="+",
+        default=None,
+        help="curves CSV of each checkpoint's run (same order): NP, variance, DGP read from them",
+    )
     p.add_argument("--out", required=True, help="output CSV")
 
 
 def _models(args: argparse.Namespace) -> None:
-    models = model_study(args.checkpoints, progress=False)
+    curves = None
+    if args.curves is not None:
+        if len(args.curves) != len(args.checkpoints):
+            raise ValueError(
+                f"--curves needs one file per checkpoint, got {len(args.curves)} for "
+                f"{len(args.checkpoints)} checkpoints"
+            )
+        curves = [read_table(path, "curves", ("epoch", "np")) for path in args.curves]
+    models = model_study(args.checkpoints, curves=curves, progress=False)
     write_csv(args.out, models, float_format="%.8g")
     log.info("%d models -> %s", len(models), args.out)
 

@@ -179,6 +179,26 @@ def weight_variance(weights: Sequence[Any], *, normalised: bool = False) -> floa
     return sum(float(np.square(w.astype(np.float64) - mean).sum()) for w in mats) / total
 
 
+def layer_nps(weights: Sequence[Any], *, p: float = 2.0) -> list[float]:
+    """Normalised NP of every layer of the network's normalised weights (``np_layer_<i>``).
+
+    Parameters
+    ----------
+    weights : sequence of array-like
+        Raw weight matrices in ``(n_in, n_out)`` orientation, forward order.
+    p : float, default=2
+        Exponent of the persistence norm.
+
+    Returns
+    -------
+    list of float
+        One value per layer; their mean is the network's NP.
+    """
+    from dgpbench.topology import neural_persistence
+
+    return [float(neural_persistence(w, p=p, normalize=True)) for w in normalised_weights(weights)]
+
+
 def model_metrics(
     weights: Sequence[Any],
     *,
@@ -204,12 +224,11 @@ def model_metrics(
     dict
         ``np, variance, log_variance`` (natural log), optionally ``np_layer_<i>`` and ``dgp``.
     """
-    from dgpbench.topology import deep_graph_persistence, neural_persistence
+    from dgpbench.topology import deep_graph_persistence
 
     raw = _check_weights(weights)
-    normed = normalised_weights(raw)
-    per_layer = [float(neural_persistence(w, p=p, normalize=True)) for w in normed]
-    variance = weight_variance(normed, normalised=True)
+    per_layer = layer_nps(raw, p=p)
+    variance = weight_variance(raw)
     out: dict[str, float] = {
         "np": float(np.mean(per_layer)),
         "variance": variance,

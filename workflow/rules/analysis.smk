@@ -129,9 +129,11 @@ rule analysis_train_regulariser:
 # shared tables
 # --------------------------------------------------------------------------------------------
 rule analysis_models:
-    """NP, per-layer NP, variance and DGP of every final model (targets 2 and 9)."""
+    """NP, per-layer NP, variance and DGP of every final model (targets 2 and 9); NP,
+    variance and DGP come from the last evaluation of each run's curves."""
     input:
-        analysis_files("model.pt"),
+        checkpoints=analysis_files("model.pt"),
+        curves=analysis_files("curves.csv"),
     output:
         f"{AN_RESULTS}/models.csv",
     threads: 1
@@ -143,8 +145,8 @@ rule analysis_models:
     benchmark:
         f"{AN_BENCH}/models.tsv"
     shell:
-        "dgpbench analysis models --checkpoints {input} --threads {threads} --out {output}"
-        " > {log} 2>&1"
+        "dgpbench analysis models --checkpoints {input.checkpoints} --curves {input.curves}"
+        " --threads {threads} --out {output} > {log} 2>&1"
 
 
 rule analysis_curves:
