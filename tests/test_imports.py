@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,24 @@ def test_step_modules_import_the_registry_not_the_cli():
         imports = _imports(name)
         assert REGISTRY in imports, name
         assert not imports & CLI, name
+
+
+def test_the_cli_loads_only_the_analysis_target_it_runs():
+    # `dgpbench` builds every parser at start-up; a target's module (torch, numba, seaborn)
+    # is imported only when that target is chosen
+    code = (
+        "import sys; from dgpbench.cli import build_parser; "
+        "parser = build_parser(); loaded = set(sys.modules); "
+        "args = parser.parse_args(['analysis', 'bounds', '--out-dir', 'x']); "
+        "print(args.n_matrices, args.threads); print(' '.join(sorted(loaded))); "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "10000 None"
+    at_start, after = set(out[1].split()), set(out[2].split())
+    heavy = {"torch", "seaborn", "matplotlib", "numba"}
+    assert not at_start & (heavy | {"dgpbench.analysis.bounds"})
+    assert "dgpbench.analysis.bounds" in after
+    assert not after & {"torch", "seaborn", "dgpbench.analysis.curves"}
