@@ -11,7 +11,8 @@ Each target reads files, calls the analysis and writes its outputs atomically in
 ==================  =====================================================================
 ``train``           one analysis MLP: ``model.pt``, ``metrics.csv`` and, with ``--curves``,
                     NP / variance / DGP / validation / test accuracy per quarter epoch
-``models``          per-model NP, variance, DGP of final checkpoints (one CSV)
+``models``          per-model NP, variance, DGP of final checkpoints (one CSV; with
+                    ``--curves``, read from each run's last evaluation)
 ``curves``          concatenate the curves of many runs (one CSV)
 ``permutation``     1: ``permutation.csv.gz, ks_tests.csv, table_ks_rejections,
                     fig_permutation_linear, fig_permutation_dnn``
