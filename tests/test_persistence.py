@@ -26,15 +26,24 @@ def np_reference(W, p=2.0, normalize=True):
     return value / (sum(W.shape) - 1) ** (1.0 / p) if normalize else value
 
 
-def bounds_reference(W, p=2.0):
-    """Theorem 3.4, written out with loops over rows and columns (distinct row maxima)."""
+def bounds_reference(W, p=2.0, matching="mutual"):
+    """Theorem 3.4, written out with loops over rows and columns (no ties).
+
+    ``"argmax"``: a column is matched when it is the argmax of some row (the displayed
+    formula); ``"mutual"``: when the row holding the column's maximum has its own maximum
+    in that column (the prose and the proof: the two maximum edges coincide).
+    """
     W = np.asarray(W, dtype=np.float64)
     n, m = W.shape
-    row_argmax = {int(np.argmax(W[a])) for a in range(n)}
+    row_argmax = [int(np.argmax(W[a])) for a in range(n)]
+    if matching == "argmax":
+        matched = {b for b in range(m) if b in row_argmax}
+    else:
+        matched = {b for b in range(m) if row_argmax[int(np.argmax(W[:, b]))] == b}
     psi = sum((1 - W[a].max()) ** p for a in range(n))
     phi = [(1 - W[:, b].max()) ** p for b in range(m)]
     lower = (sum(phi) + psi) ** (1 / p)
-    not_matched = [b for b in range(m) if b not in row_argmax]
+    not_matched = [b for b in range(m) if b not in matched]
     upper = (m - len(not_matched) + sum(phi[b] for b in not_matched) + psi) ** (1 / p)
     return lower, upper
 
@@ -91,22 +100,65 @@ def test_network_np_matches_manual():
     assert network_neural_persistence([w * 7.5 for w in layers]) == pytest.approx(expected)
 
 
-def test_bounds_match_reference_without_ties():
+@pytest.mark.parametrize("matching", ["mutual", "argmax"])
+def test_bounds_match_reference_without_ties(matching):
     rng = np.random.default_rng(2)
     for _ in range(200):
         n, m = rng.integers(1, 12, size=2)
         W = rng.random((n, m))
-        assert np.allclose(np_bounds(W), bounds_reference(W), rtol=1e-12)
+        got = np_bounds(W, matching=matching)
+        assert np.allclose(got, bounds_reference(W, matching=matching), rtol=1e-12)
+
+
+def test_upper_bound_readings_differ_where_a_column_max_is_no_row_max():
+    # Column 1 is row 1's argmax (0.2), but its maximum 0.8 sits in row 0, whose maximum is
+    # 0.9: the MST {0.9, 0.8, 0.2} holds column 1's maximum edge as a separate edge.
+    W = [[0.9, 0.8], [0.1, 0.2]]
+    value = neural_persistence(W, normalize=False)
+    assert value == pytest.approx(np.sqrt(1 + 0.01 + 0.04 + 0.64), rel=1e-12)  # 1.3
+    # mutual (the proof): U^2 = 1 (matched column 0) + Phi_1 0.04 + Psi 0.01 + 0.64 = NP^2
+    assert np_bounds(W)[1] == pytest.approx(value, rel=1e-12)
+    # the displayed formula matches both columns: U^2 = 2 + 0.65
+    assert np_bounds(W, matching="argmax")[1] == pytest.approx(np.sqrt(2.65), rel=1e-12)
+    # transposed, the same matrix is matched the other way round
+    assert np_bounds(np.transpose(W))[1] == pytest.approx(value, rel=1e-12)
+
+
+def test_upper_bound_is_tight_when_row_maxima_share_a_column():
+    # The paper's extreme case: every row's maximum edge goes to the same column -> NP = U.
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        n, m = rng.integers(2, 9, size=2)
+        W = rng.random((n, m)) * 0.5
+        W[:, rng.integers(m)] = 0.5 + 0.5 * rng.random(n)
+        value = neural_persistence(W, normalize=False)
+        for matching in ("mutual", "argmax"):
+            assert np_bounds(W, matching=matching)[1] == pytest.approx(value, rel=1e-12)
+
+
+def test_mutual_upper_bound_is_never_looser():
+    rng = np.random.default_rng(6)
+    for t in range(500):
+        n, m = rng.integers(1, 12, size=2)
+        W = rng.integers(0, 3, size=(n, m)) / 2.0 if t % 2 else rng.random((n, m))
+        assert np_bounds(W)[1] <= np_bounds(W, matching="argmax")[1] + 1e-12
+        assert np_bounds(W)[0] == np_bounds(W, matching="argmax")[0]
+
+
+def test_bad_matching():
+    with pytest.raises(ValueError, match="matching must be one of"):
+        np_bounds(PAPER_W, matching="rows")
 
 
 def _check_inequality(W, p):
     n, m = W.shape
-    lower, upper = np_bounds(W, p=p)
     value = neural_persistence(W, p=p, normalize=False)
     tol = 1e-9 * (n + m)
-    assert 0 <= lower <= value + tol
-    assert value <= upper + tol
-    assert upper <= (n + m) ** (1 / p) + tol
+    for matching in ("mutual", "argmax"):
+        lower, upper = np_bounds(W, p=p, matching=matching)
+        assert 0 <= lower <= value + tol
+        assert value <= upper + tol
+        assert upper <= (n + m) ** (1 / p) + tol
 
 
 def test_inequality_on_thousands_of_random_matrices():

@@ -109,7 +109,13 @@ def network_neural_persistence(weights: Sequence[Any], p: float = 2) -> float:
     return float(np.mean(values))
 
 
-def np_bounds(W: Any, p: float = 2, normalize: bool = False) -> tuple[float, float]:
+MATCHINGS = ("mutual", "argmax")
+"""Readings of Theorem 3.4's ``B_notA`` (see :func:`np_bounds`)."""
+
+
+def np_bounds(
+    W: Any, p: float = 2, normalize: bool = False, matching: str = "mutual"
+) -> tuple[float, float]:
     """Lower and upper bounds ``(L, U)`` on ``NP_p(W)`` from Theorem 3.4.
 
     With ``Phi_b = (1 - max_a W[a, b])^p`` (columns) and ``Psi_a = (1 - max_b W[a, b])^p``
@@ -118,9 +124,25 @@ def np_bounds(W: Any, p: float = 2, normalize: bool = False) -> tuple[float, flo
         L = (sum_b Phi_b + sum_a Psi_a)^(1/p)
         U = (|B \\ B_notA| + sum_{b in B_notA} Phi_b + sum_a Psi_a)^(1/p)
 
-    where ``B_notA`` are the columns that are not the argmax of any row. Under ties the
-    argmax of a row is taken as the set of all its maximisers (a column is "matched" if it
-    attains the maximum of some row); this can only enlarge ``U``, so
+    ``B_notA`` (the columns whose maximum is counted with its own value) has two readings
+    in the paper, chosen by ``matching``:
+
+    * ``"mutual"`` (default): the columns whose maximal entry is not the maximal entry of
+      its row - the paper's prose ("the set of columns whose maximal element does not
+      coincide with the maximal element in any row") and its proof (a column's maximum edge
+      is counted separately unless it is also a row's maximum edge). A column is matched
+      when one of its maximisers ``(a, b)`` is also a maximiser of row ``a``.
+    * ``"argmax"``: the displayed formula, ``{b : b != argmax_b' W[a, b'] for all a}``, the
+      columns that are the argmax of no row (every tied maximiser counts as an argmax).
+
+    Both give valid bounds, with ties too: the MST holds one maximum edge per row and one
+    per column, and a column's maximum edge can coincide with a row's only if it is a
+    mutual maximum. Every ``"mutual"``-matched column is ``"argmax"``-matched, so the
+    ``"mutual"`` U is never larger; on random matrices it is much tighter (the paper's
+    appendix table of the bounds' errors is reproduced by this reading, not by the other).
+    Both agree on the paper's worked example and whenever every row's maximum lies in one
+    column (U = NP).
+
     ``0 <= L <= NP_p(W) <= U <= (n + m)^(1/p)`` holds for every matrix.
 
     Parameters
@@ -131,6 +153,8 @@ def np_bounds(W: Any, p: float = 2, normalize: bool = False) -> tuple[float, flo
         Exponent (> 0).
     normalize : bool, default=False
         Divide both bounds by ``(n + m - 1)^(1/p)``, as normalised NP is.
+    matching : {"mutual", "argmax"}, default="mutual"
+        Reading of ``B_notA`` (above).
 
     Returns
     -------
@@ -140,21 +164,31 @@ def np_bounds(W: Any, p: float = 2, normalize: bool = False) -> tuple[float, flo
     Raises
     ------
     ValueError
-        If ``W`` is not a non-empty 2-D array with entries in [0, 1], or ``p`` is invalid.
+        If ``W`` is not a non-empty 2-D array with entries in [0, 1], or ``p`` or
+        ``matching`` is invalid.
 
     Examples
     --------
     >>> W = [[0.5, 0.1, 0.8], [0.7, 1.0, 0.1], [0.2, 0.8, 0.0]]  # the paper's example
     >>> [round(b, 3) for b in np_bounds(W)]
     [0.458, 1.473]
+    >>> W = [[0.9, 0.8], [0.1, 0.2]]  # column 1 is row 1's argmax, but its maximum is 0.8
+    >>> [round(np_bounds(W, matching=m)[1], 3) for m in ("mutual", "argmax")]
+    [1.3, 1.628]
     """
     p = check_p(p)
+    if matching not in MATCHINGS:
+        raise ValueError(f"matching must be one of {MATCHINGS}, got {matching!r}")
     W = as_float_array(W, "W", ndim=2, min_value=0.0, max_value=1.0, dtype=np.float64)
     row_max = W.max(axis=1)
     col_max = W.max(axis=0)
     psi = (1.0 - row_max) ** p
     phi = (1.0 - col_max) ** p
-    matched = (W == row_max[:, None]).any(axis=0)  # column b is a maximiser of some row
+    row_maximiser = W == row_max[:, None]
+    if matching == "argmax":  # column b is a maximiser of some row
+        matched = row_maximiser.any(axis=0)
+    else:  # some maximiser of column b is also a maximiser of its row
+        matched = (row_maximiser & (W == col_max[None, :])).any(axis=0)
     lower = (phi.sum() + psi.sum()) ** (1.0 / p)
     upper = (np.count_nonzero(matched) + phi[~matched].sum() + psi.sum()) ** (1.0 / p)
     if normalize:
