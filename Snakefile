@@ -21,6 +21,7 @@ rule all:
     input:
         rules.tables.output,
         rules.figures.output,
+        rules.compare.output,
 
 
 rule analysis:

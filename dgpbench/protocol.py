@@ -101,7 +101,7 @@ def n_corrupted(n: int, delta: float) -> int:
     Returns
     -------
     int
-        ``round(delta * n)`` (half to even).
+        ``round(delta * n)`` (half to even), the rule of the authors' evaluation script.
 
     Examples
     --------

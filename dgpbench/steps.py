@@ -265,18 +265,29 @@ def _read_records(path: str) -> pd.DataFrame:
     return records
 
 
+def _pool_deltas_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pool-deltas",
+        type=float,
+        nargs="+",
+        default=None,
+        help="corrupted fractions pooled in a cell (default: every delta in the records)",
+    )
+
+
 def _tables_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", required=True, help="aggregated records CSV")
     p.add_argument("--methods", nargs="+", default=["softmax", "tu", "magdiff", "dgp"])
     p.add_argument("--ablation-datasets", nargs="+", default=["none"])
     p.add_argument("--ablation-ns", type=int, nargs="+", default=[20, 50, 100])
+    _pool_deltas_arg(p)
     p.add_argument("--out-dir", required=True)
 
 
 def _tables(args: argparse.Namespace) -> None:
     from dgpbench import reporting
 
-    records = _read_records(args.records)
+    records = reporting.pooled_records(_read_records(args.records), args.pool_deltas)
     reporting.main_table(records, args.out_dir, methods=args.methods)
     ablation = [d for d in args.ablation_datasets if d != "none"]
     reporting.ablation_tables(records, args.out_dir, ablation, ns_main=args.ablation_ns)
@@ -287,14 +298,71 @@ def _tables(args: argparse.Namespace) -> None:
 def _figures_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", required=True)
     p.add_argument("--methods", nargs="+", default=["softmax", "tu", "magdiff", "dgp"])
+    _pool_deltas_arg(p)
     p.add_argument("--out-dir", required=True)
 
 
 def _figures(args: argparse.Namespace) -> None:
     from dgpbench import reporting
 
-    written = reporting.figures(_read_records(args.records), args.out_dir, methods=args.methods)
+    written = reporting.figures(
+        _read_records(args.records),
+        args.out_dir,
+        methods=args.methods,
+        pool_deltas=args.pool_deltas,
+    )
     log.info("figures -> %s", [str(p) for p in written])
+
+
+def _delta_set(text: str) -> tuple[str, list[float]]:
+    label, sep, values = text.partition("=")
+    try:
+        deltas = [float(v) for v in values.split(",")] if sep else []
+    except ValueError:
+        deltas = []
+    if not label or not deltas:
+        raise argparse.ArgumentTypeError(f"expected LABEL=d1,d2,..., got {text!r}")
+    return label, deltas
+
+
+def _compare_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--records", required=True, help="aggregated records CSV")
+    p.add_argument(
+        "--pool-deltas", type=float, nargs="+", required=True, help="deltas of the main file"
+    )
+    p.add_argument(
+        "--delta-set",
+        type=_delta_set,
+        action="append",
+        default=[],
+        metavar="LABEL=D1,D2,...",
+        help="a further comparison, written if every delta was run (repeatable)",
+    )
+    p.add_argument(
+        "--published",
+        default=None,
+        help="published table CSV (dataset, corruption, n, method, detection_ratio_pct); "
+        "default: the paper's Table 1 shipped with dgpbench",
+    )
+    p.add_argument("--name", default="comparison_table1", help="output file-name stem")
+    p.add_argument("--out-dir", required=True)
+
+
+def _compare(args: argparse.Namespace) -> None:
+    from dgpbench.comparison import write_comparisons
+
+    labels = [label for label, _ in args.delta_set]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"--delta-set labels must be unique, got {labels}")
+    summary = write_comparisons(
+        _read_records(args.records),
+        args.out_dir,
+        pool_deltas=args.pool_deltas,
+        delta_sets=dict(args.delta_set),
+        published_path=args.published,
+        name=args.name,
+    )
+    log.info("comparison summary:\n%s", summary.to_string(index=False))
 
 
 SUBCOMMANDS.update(
@@ -311,5 +379,10 @@ SUBCOMMANDS.update(
         "aggregate": ("Concatenate bootstrap records.", _aggregate_args, _aggregate),
         "tables": ("Write the paper's tables (CSV, Markdown, LaTeX).", _tables_args, _tables),
         "figures": ("Write the detection-ratio figures (PNG, PDF).", _figures_args, _figures),
+        "compare": (
+            "Compare this run's Table 1 with a published one (CSV, Markdown).",
+            _compare_args,
+            _compare,
+        ),
     }
 )

@@ -32,6 +32,7 @@ def tiny_config(**overrides) -> dict:
             "alpha": 0.05,
             "correction": "bonferroni",
         },
+        report={"pool_deltas": [0.5]},
     )
     config.update(overrides)
     return config

@@ -1,5 +1,6 @@
 # Config validation, defaults and the helpers every rule uses. Nothing here runs a job.
 import itertools
+import shlex
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -7,6 +8,21 @@ from snakemake.utils import validate
 from dgpbench.naming import MODEL_ID_PATTERN, model_id, parse_model_id
 
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+
+
+def _check_pool_deltas():
+    """report.pool_deltas must have been run: a subset of protocol.deltas."""
+    run = {round(float(d), 9) for d in config["protocol"]["deltas"]}
+    pooled = config["report"]["pool_deltas"]
+    missing = [d for d in pooled if round(float(d), 9) not in run]
+    if missing:
+        raise ValueError(
+            f"config key report.pool_deltas {pooled} must be a subset of protocol.deltas "
+            f"{config['protocol']['deltas']}; not run: {missing}"
+        )
+
+
+_check_pool_deltas()
 
 RESULTS = "results"
 LOGS = f"{RESULTS}/logs"
@@ -46,6 +62,22 @@ def all_records():
         for d in DATASETS
         for m, meth in itertools.product(MODELS, methods_for(d))
     ]
+
+
+def comparison_sets():
+    """Labelled delta sets of report.comparison_delta_sets that this run computes."""
+    run = {round(float(d), 9) for d in config["protocol"]["deltas"]}
+    return {
+        label: deltas
+        for label, deltas in config["report"]["comparison_delta_sets"].items()
+        if {round(float(d), 9) for d in deltas} <= run
+    }
+
+
+def published_table1():
+    """The configured published Table 1 as a list (empty: the paper's, shipped in dgpbench)."""
+    path = config["report"]["published_table1"]
+    return [str(path)] if path else []
 
 
 def data_args():

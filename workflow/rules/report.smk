@@ -35,6 +35,7 @@ rule tables:
         methods=join(config["methods"]),
         ablation=join(ABLATION) or "none",
         ablation_ns=join(config["ablation"]["ns"]),
+        pool=join(config["report"]["pool_deltas"]),
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
     resources:
@@ -47,7 +48,7 @@ rule tables:
     shell:
         "dgpbench tables --records {input} --methods {params.methods}"
         " --ablation-datasets {params.ablation} --ablation-ns {params.ablation_ns}"
-        " --out-dir {params.out_dir} > {log} 2>&1"
+        " --pool-deltas {params.pool} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule figures:
@@ -60,6 +61,7 @@ rule figures:
         multiext(f"{RESULTS}/figures/fig_overview", ".png", ".pdf"),
     params:
         methods=join(config["methods"]),
+        pool=join(config["report"]["pool_deltas"]),
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
     resources:
@@ -71,4 +73,37 @@ rule figures:
         f"{BENCH}/figures.tsv"
     shell:
         "dgpbench figures --records {input} --methods {params.methods}"
-        " --out-dir {params.out_dir} > {log} 2>&1"
+        " --pool-deltas {params.pool} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule compare:
+    """Published vs reproduced Table 1: for report.pool_deltas and each computed delta set."""
+    input:
+        records=rules.aggregate.output,
+        published=published_table1(),
+    output:
+        multiext(f"{RESULTS}/tables/comparison_table1", ".csv", ".md"),
+        [
+            multiext(f"{RESULTS}/tables/comparison_table1_{label}", ".csv", ".md")
+            for label in comparison_sets()
+        ],
+        f"{RESULTS}/tables/comparison_table1_summary.csv",
+    params:
+        pool=join(config["report"]["pool_deltas"]),
+        sets=join(
+            f"--delta-set {label}={','.join(str(d) for d in deltas)}"
+            for label, deltas in comparison_sets().items()
+        ),
+        published=join(f"--published {shlex.quote(p)}" for p in published_table1()),
+        out_dir=lambda wc, output: Path(output[0]).parent,
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{LOGS}/compare.log",
+    benchmark:
+        f"{BENCH}/compare.tsv"
+    shell:
+        "dgpbench compare --records {input.records} --pool-deltas {params.pool} {params.sets}"
+        " {params.published} --out-dir {params.out_dir} > {log} 2>&1"
