@@ -14,7 +14,8 @@ Raw representations:
   (Definitions 5.2-5.3), ``n_inputs + n_classes - 1`` values;
 * :class:`TUFeatures` - Topological Uncertainty: per layer, the MST weights of the activation
   graph; distances are computed per layer and averaged over layers;
-* :class:`MAGDiffFeatures` - the last layer's activation graph, flattened;
+* :class:`MAGDiffFeatures` - the last layer's activation graph, flattened (absolute by
+  default; ``signed=True`` keeps the signs, as the authors' code does);
 * :class:`SoftmaxFeatures` - the softmax output (BBSD); it returns the softmax vector itself
   by default (``representation="softmax"``).
 """
@@ -312,7 +313,8 @@ class TUFeatures(_MLPFeatures):
     model : torch.nn.Sequential or path-like
         A trained MLP or the path of a dgpbench checkpoint.
     standardize : bool, default=False
-        Standardise each signed layer first: the ablation "TU (+ norm)".
+        Standardise each signed layer first: the ablation "TU (+ norm)". As in the authors'
+        code it divides by numpy's ``std()`` (``ddof=0``) + 1e-8, unlike DGP's unbiased one.
     representation : {"distances", "raw"}, default="distances"
         Distances to class means, or the raw per-layer MST weights concatenated.
     batch_size : int, default=256
@@ -386,13 +388,20 @@ class TUFeatures(_MLPFeatures):
 class MAGDiffFeatures(_MLPFeatures):
     """MAGDiff features (Hensel et al., 2023): the last layer's activation graph.
 
-    The raw representation is the flattened ``|a_i W_ij|`` of the final linear map
-    (``n_{L-1} * n_outputs`` values); features are distances to the class means.
+    The raw representation is the flattened absolute activation graph ``|a_i W_ij|`` of the
+    final linear map (``n_{L-1} * n_outputs`` values), the same graph TU and DGP start from;
+    ``signed=True`` keeps ``a_i W_ij`` signed, as the authors' evaluation code does. For a
+    ReLU network (non-negative ``a_i``) the two differ by a fixed sign per coordinate, so the
+    distances to the class means, and every detection, are the same; with tanh they differ.
+    Features are distances to the class means.
 
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
         A trained MLP or the path of a dgpbench checkpoint.
+    signed : bool, default=False
+        Use the signed last-layer graph (the authors' code; workflow method
+        ``magdiff_signed``) instead of the absolute one (``magdiff``).
     representation : {"distances", "raw"}, default="distances"
         Distances to class means, or the flattened activation graph.
     batch_size : int, default=256
@@ -428,9 +437,34 @@ class MAGDiffFeatures(_MLPFeatures):
     """
 
     _prefix = "magdiff"
+    _parameter_constraints: ClassVar[dict] = {
+        **_MLPFeatures._parameter_constraints,
+        "signed": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        signed: bool = False,
+        representation: str = "distances",
+        batch_size: int = 256,
+        n_jobs: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        super().__init__(
+            model,
+            representation=representation,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+        self.signed = signed
 
     def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
-        return [magdiff_representation(self.graph_, X, batch_size=self.batch_size)]
+        return [
+            magdiff_representation(self.graph_, X, signed=self.signed, batch_size=self.batch_size)
+        ]
 
 
 class SoftmaxFeatures(_MLPFeatures):
@@ -519,7 +553,8 @@ METHODS: dict[str, tuple[type[_MLPFeatures], dict[str, Any], str]] = {
         ("softmax", SoftmaxFeatures, {}),
         ("tu", TUFeatures, {"standardize": False}),
         ("tu_norm", TUFeatures, {"standardize": True}),
-        ("magdiff", MAGDiffFeatures, {}),
+        ("magdiff", MAGDiffFeatures, {"signed": False}),
+        ("magdiff_signed", MAGDiffFeatures, {"signed": True}),
         ("dgp_nonorm", DGPFeatures, {"standardize": False}),
         ("dgp", DGPFeatures, {"standardize": True}),
     )

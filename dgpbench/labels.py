@@ -22,6 +22,7 @@ METHOD_LABELS: dict[str, str] = {
     "tu": "TU",
     "tu_norm": "TU (+ norm)",
     "magdiff": "MAGDiff",
+    "magdiff_signed": "MAGDiff (signed)",
     "dgp_nonorm": "DGP (- norm)",
     "dgp": "DGP",
 }

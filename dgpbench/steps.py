@@ -134,7 +134,11 @@ def _corrupt(args: argparse.Namespace) -> None:
 # features
 # --------------------------------------------------------------------------------------------
 def _features_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", required=True, help="softmax, tu, tu_norm, magdiff, dgp, dgp_nonorm")
+    p.add_argument(
+        "--method",
+        required=True,
+        help="softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm",
+    )
     p.add_argument("--model", required=True, help="model checkpoint (.pt)")
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")

@@ -9,7 +9,14 @@ import numba
 import numpy as np
 import pytest
 import torch
-from test_topology_oracles import dgp_reference, explicit_graphs, tu_reference
+from test_topology_oracles import (
+    dgp_reference,
+    explicit_graphs,
+    kruskal_mst,
+    standardize_ref,
+    summary_algorithm1,
+    tu_reference,
+)
 from torch import nn
 
 from dgpbench.graphs import MLPGraph
@@ -102,6 +109,9 @@ def test_magdiff_matches_explicit_graphs(case):
     assert got.shape == (X.shape[0], n * m) and got.dtype == np.float32
     for q, sample in enumerate(graphs):
         assert np.array_equal(got[q], np.abs(sample[-1]).ravel())
+    signed = magdiff_representation(graph, X, signed=True, batch_size=5)
+    for q, sample in enumerate(graphs):
+        assert np.array_equal(signed[q], sample[-1].ravel())
 
 
 def test_explicit_reference_agrees_with_activation_graphs():
@@ -210,6 +220,39 @@ def test_bad_graph(func):
         func([np.ones((2, 2))], np.ones((1, 2)))
     with pytest.raises(TypeError, match=r"layer 1 \(Softmax\)"):
         func(nn.Sequential(nn.Linear(2, 2), nn.Softmax(dim=1)), np.ones((1, 2)))
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_standardisation_ddof_matches_numpy(ddof):
+    # TU (+ norm) divides by numpy's std (ddof 0), DGP by torch's unbiased std (ddof 1); a
+    # 4-3-2 network has 12- and 6-edge layers, where the two differ by 4% and 9%.
+    graph = _mlp((4, 3, 2))
+    X = _inputs(np.random.default_rng(7), 6, 4)
+    graphs = explicit_graphs(graph, X)
+    tu = tu_representation(graph, X, standardize=True, ddof=ddof)
+    dgp = dgp_representation(graph, X, ddof=ddof)
+    differs = []
+    for q, sample in enumerate(graphs):
+        ref = tu_reference(sample, True, ddof)
+        other = tu_reference(sample, True, 1 - ddof)
+        for layer, out in enumerate(tu):
+            np.testing.assert_allclose(out[q], ref[layer], rtol=2e-5, atol=1e-6)
+            differs.append(not np.allclose(out[q], other[layer], rtol=1e-3, atol=0))
+        mats = [np.abs(standardize_ref(G, ddof)) for G in sample]
+        top = max(float(m.max()) for m in mats)
+        expected = kruskal_mst(summary_algorithm1([m / top for m in mats]))
+        np.testing.assert_allclose(dgp[q], expected, rtol=2e-5, atol=1e-6)
+    assert sum(differs) >= len(differs) // 2  # all-zero graphs (dead ReLUs) agree
+    # the defaults are the authors' choices
+    np.testing.assert_array_equal(
+        np.concatenate(tu_representation(graph, X, standardize=True), 1),
+        np.concatenate(tu_representation(graph, X, standardize=True, ddof=0), 1),
+    )
+    np.testing.assert_array_equal(
+        dgp_representation(graph, X), dgp_representation(graph, X, ddof=1)
+    )
+    with pytest.raises(ValueError, match="ddof must be 0 or 1"):
+        tu_representation(graph, X, standardize=True, ddof=2)
 
 
 def test_standardize_needs_two_edges_per_layer():

@@ -108,8 +108,30 @@ def test_distances_follow_the_definition(digits_model):
     np.testing.assert_allclose(tu.transform(flat[:5]), expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize(("activation", "equal"), [(torch.nn.ReLU, True), (torch.nn.Tanh, False)])
+def test_signed_magdiff_distances_equal_absolute_ones_only_for_relu(activation, equal):
+    # With ReLU the last layer's input is >= 0, so the signed and the absolute graph differ
+    # by a fixed sign per coordinate: equal distances. With tanh the signs vary by sample.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(6, 8), activation(), torch.nn.Linear(8, 8), activation(),
+        torch.nn.Linear(8, 3),
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    X, y = rng.random((60, 6)).astype(np.float32), np.arange(60) % 3
+    absolute = MAGDiffFeatures(model).fit(X[:30], y[:30]).transform(X[30:])
+    signed = MAGDiffFeatures(model, signed=True).fit(X[:30], y[:30]).transform(X[30:])
+    assert np.allclose(signed, absolute, rtol=1e-5, atol=1e-6) is equal
+    raw = MAGDiffFeatures(model, signed=True, representation="raw").fit(X[:30], y[:30])
+    assert (raw.transform(X[30:]) < 0).any()  # the signs are kept
+    assert make_features("magdiff_signed", model).signed is True
+    assert make_features("magdiff", model).signed is False
+
+
 def test_make_features_registry(digits_model):
-    assert set(METHODS) == {"softmax", "tu", "tu_norm", "magdiff", "dgp", "dgp_nonorm"}
+    assert set(METHODS) == {
+        "softmax", "tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm"
+    }  # fmt: skip
     assert make_features("dgp_nonorm", digits_model["model"]).standardize is False
     assert make_features("tu_norm", digits_model["model"]).standardize is True
     with pytest.raises(ValueError, match="unknown method"):

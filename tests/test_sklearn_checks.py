@@ -37,6 +37,7 @@ ESTIMATORS = [
     TUFeatures(_mlp()),
     TUFeatures(_mlp(), standardize=True, representation="raw"),
     MAGDiffFeatures(_mlp()),
+    MAGDiffFeatures(_mlp(), signed=True, representation="raw"),
     SoftmaxFeatures(_mlp()),
     SoftmaxFeatures(_mlp(), representation="distances"),
 ]

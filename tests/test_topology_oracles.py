@@ -76,10 +76,10 @@ def summary_algorithm1(layers: list[np.ndarray]) -> np.ndarray:
     return S
 
 
-def standardize_ref(G: np.ndarray) -> np.ndarray:
-    """(G - mean) / (unbiased std + 1e-8) in float64."""
+def standardize_ref(G: np.ndarray, ddof: int = 1) -> np.ndarray:
+    """(G - mean) / (std + 1e-8) in float64; unbiased std (DGP) unless ``ddof=0`` (TU)."""
     G = np.asarray(G, dtype=np.float64)
-    return (G - G.mean()) / (G.std(ddof=1) + 1e-8)
+    return (G - G.mean()) / (G.std(ddof=ddof) + 1e-8)
 
 
 def explicit_graphs(graph: MLPGraph, X: np.ndarray) -> list[list[np.ndarray]]:
@@ -91,10 +91,13 @@ def explicit_graphs(graph: MLPGraph, X: np.ndarray) -> list[list[np.ndarray]]:
     ]
 
 
-def tu_reference(graphs: list[np.ndarray], standardize: bool) -> list[np.ndarray]:
-    """Per layer, Kruskal MST weights of |G| or |standardise(G)|."""
+def tu_reference(graphs: list[np.ndarray], standardize: bool, ddof: int = 0) -> list[np.ndarray]:
+    """Per layer, Kruskal MST weights of |G| or |standardise(G)| (numpy's std, as the
+    authors' TU (+ norm))."""
     return [
-        kruskal_mst(np.abs(standardize_ref(G)) if standardize else np.abs(G).astype(np.float64))
+        kruskal_mst(
+            np.abs(standardize_ref(G, ddof)) if standardize else np.abs(G).astype(np.float64)
+        )
         for G in graphs
     ]
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
@@ -55,6 +56,8 @@ def _tables(workdir: Path) -> dict[str, bytes]:
         ({"datasets": ["imagenet"]}, "imagenet"),
         ({"protocol": {"draws": "many"}}, "many"),
         ({"models": {"hidden": [16], "layers": [2], "seeds": [0], "depth": 3}}, "depth"),
+        ({"report": {"pool_deltas": [0.25, 0.5]}}, "report.pool_deltas"),
+        ({"report": {"comparison_delta_sets": {"a b": [0.5]}}}, "a b"),
     ],
 )
 def test_invalid_config_stops_before_any_job(tmp_path, change, message):
@@ -102,6 +105,64 @@ def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path):
     resumed = run_workflow(workdir, config)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert _tables(workdir) == tables
+
+
+@pytest.mark.slow
+def test_comparison_on_a_tiny_grid_with_a_made_up_published_table(tmp_path):
+    """The compare rule on a real run: the made-up table is this run's Table 1 plus offsets
+    chosen here, with cells the run did not compute (n = 200, MAGDiff, MNIST)."""
+    config = tiny_config(
+        report={
+            "pool_deltas": [0.5],
+            "published_table1": "published.csv",
+            "comparison_delta_sets": {"half": [0.5], "uncomputed": [0.25, 0.5]},
+        }
+    )
+    first = run_workflow(tmp_path, config, "tables")
+    assert first.returncode == 0, first.stderr[-3000:]
+    ours = pd.read_csv(tmp_path / "results" / "tables" / "table1_shift_detection.csv")
+    assert len(ours) == 8  # digits x {GN, PD} x n {10, 50} x {Softmax, DGP}
+    # |offset| <= 5 for 5 of 8 cells; the sign keeps every published value in [0, 100]
+    size = np.array([1.0, 7.0, 3.0, 5.0, 5.5, 0.0, 12.0, 2.0])
+    offsets = np.where(ours["ratio_pct"] > 50, -size, size)
+    published = pd.DataFrame(
+        {
+            "dataset": "Digits",
+            "corruption": ours["Corruption"],
+            "n": ours["n"],
+            "method": ours["Method"],
+            "detection_ratio_pct": ours["ratio_pct"] + offsets,
+        }
+    )
+    extra = pd.DataFrame(
+        {
+            "dataset": ["Digits", "Digits", "MNIST"],
+            "corruption": ["GN", "GN", "GN"],
+            "n": [200, 10, 10],
+            "method": ["DGP", "MAGDiff", "DGP"],
+            "detection_ratio_pct": [50.0, 50.0, 50.0],
+        }
+    )
+    pd.concat([published, extra]).to_csv(tmp_path / "published.csv", index=False)
+
+    second = run_workflow(tmp_path, config, "compare")
+    assert second.returncode == 0, second.stderr[-3000:]
+    tables = tmp_path / "results" / "tables"
+    assert (tables / "comparison_table1_half.md").exists()
+    assert not list(tables.glob("comparison_table1_uncomputed*"))
+    cells = pd.read_csv(tables / "comparison_table1.csv")
+    assert len(cells) == 8
+    assert set(cells["method"]) == {"Softmax", "DGP"} and set(cells["n"]) == {10, 50}
+    merged = cells.merge(
+        ours.rename(columns={"Corruption": "corruption", "Method": "method"}),
+        on=["corruption", "n", "method"],
+    )
+    assert np.allclose(merged["ours_pct"], merged["ratio_pct"], atol=1e-4)
+    summary = pd.read_csv(tables / "comparison_table1_summary.csv")
+    assert summary["delta_set"].tolist() == ["pool", "half"]
+    assert summary.loc[0, "share_within_5"] == pytest.approx(5 / 8)
+    assert np.allclose(cells["diff_pct"].abs().sort_values(), np.sort(size), atol=1e-3)
+    assert summary.loc[0, "n_groups"] == 4 and summary.loc[0, "n_dgp_tu_groups"] == 0
 
 
 def test_failed_step_leaves_no_output(tmp_path, capsys):

@@ -6,9 +6,11 @@ with input ``a_l`` and weights ``W_l`` (graph orientation ``(n_l, n_{l+1})``), e
 sample by sample, in parallel over the samples of a chunk; a batch of graphs is never
 materialised (one 784-650 graph alone is 2 MB).
 
-Standardising the *signed* graph ``G = a_l[:, None] * W_l`` needs its mean and unbiased
-standard deviation; both have closed forms, computed in float64 per chunk:
-``sum G = a_l . rowsum(W_l)`` and ``sum G^2 = a_l^2 . rowsum(W_l^2)``.
+Standardising the *signed* graph ``G = a_l[:, None] * W_l`` needs its mean and standard
+deviation; both have closed forms, computed in float64 per chunk:
+``sum G = a_l . rowsum(W_l)`` and ``sum G^2 = a_l^2 . rowsum(W_l^2)``. As in the authors'
+code, DGP divides by the unbiased standard deviation (torch's ``std()``, ``ddof=1``) and
+"TU (+ norm)" by the population one (numpy's ``std()``, ``ddof=0``), each plus 1e-8.
 """
 
 from __future__ import annotations
@@ -105,10 +107,19 @@ def _chunks(X: np.ndarray, batch_size: int, progress: bool, desc: str) -> Iterat
         yield start, min(start + batch_size, n)
 
 
+def _check_ddof(ddof: Any) -> int:
+    if isinstance(ddof, bool) or ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
+    return int(ddof)
+
+
 def _standardisation(
-    inputs: list[np.ndarray], packed: _Packed, standardize: bool
+    inputs: list[np.ndarray], packed: _Packed, standardize: bool, ddof: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample, per-layer ``mu`` and ``s = 1 / (std + 1e-8)`` of the signed graphs."""
+    """Per-sample, per-layer ``mu`` and ``s = 1 / (std + 1e-8)`` of the signed graphs.
+
+    ``std`` divides the sum of squared deviations by ``count - ddof``.
+    """
     n_samples = inputs[0].shape[0]
     n_layers = len(inputs)
     mu = np.zeros((n_samples, n_layers), dtype=np.float32)
@@ -122,7 +133,7 @@ def _standardisation(
         total = a64 @ packed.rowsum[layer]
         total_sq = (a64 * a64) @ packed.rowsq[layer]
         mean = total / count
-        var = np.maximum(total_sq - total * mean, 0.0) / (count - 1.0)
+        var = np.maximum(total_sq - total * mean, 0.0) / (count - ddof)
         mu[:, layer] = mean
         s[:, layer] = 1.0 / (np.sqrt(var) + STD_EPS)
     return mu, s
@@ -140,6 +151,7 @@ def _graph_chunks(
     packed: _Packed,
     *,
     standardize: bool,
+    ddof: int,
     batch_size: int,
     progress: bool,
     desc: str,
@@ -151,7 +163,7 @@ def _graph_chunks(
     """
     for start, stop in _chunks(X, batch_size, progress, desc):
         inputs = graph._forward(X[start:stop], keep_inputs=True)[0]
-        mu, s = _standardisation(inputs, packed, standardize)
+        mu, s = _standardisation(inputs, packed, standardize, ddof)
         yield slice(start, stop), np.ascontiguousarray(np.concatenate(inputs, axis=1)), mu, s
 
 
@@ -160,6 +172,7 @@ def tu_representation(
     X: Any,
     *,
     standardize: bool = False,
+    ddof: int = 0,
     batch_size: int = 256,
     n_jobs: int | None = None,
     progress: bool = False,
@@ -179,6 +192,9 @@ def tu_representation(
         Flattened samples.
     standardize : bool, default=False
         Standardise each signed graph first, ``(G - mean) / (std + 1e-8)`` ("TU (+ norm)").
+    ddof : {0, 1}, default=0
+        Delta degrees of freedom of that ``std``: 0 (numpy's ``std()``) as in the authors'
+        TU (+ norm); 1 is DGP's unbiased one.
     batch_size : int, default=256
         Samples per chunk (forward pass and kernel call); bounds the working memory.
     n_jobs : int, optional
@@ -194,13 +210,14 @@ def tu_representation(
     Raises
     ------
     ValueError
-        On a wrong shape or NaN/inf in ``X``, a bad ``batch_size``/``n_jobs``, or
+        On a wrong shape or NaN/inf in ``X``, a bad ``batch_size``/``n_jobs``/``ddof``, or
         ``standardize`` with a single-edge layer.
     TypeError
         If ``graph`` is neither an MLPGraph nor a supported torch model.
     """
     graph, X = _prepare(graph, X)
     batch_size = check_int(batch_size, "batch_size")
+    ddof = _check_ddof(ddof)
     if standardize:
         _check_standardizable(graph)
     packed = _packed(graph)
@@ -215,6 +232,7 @@ def tu_representation(
         X,
         packed,
         standardize=standardize,
+        ddof=ddof,
         batch_size=batch_size,
         progress=progress,
         desc="TU",
@@ -247,6 +265,7 @@ def dgp_representation(
     *,
     standardize: bool = True,
     normalize: bool = True,
+    ddof: int = 1,
     batch_size: int = 256,
     n_jobs: int | None = None,
     progress: bool = False,
@@ -270,6 +289,9 @@ def dgp_representation(
         unbiased std; False gives "DGP (- norm)".
     normalize : bool, default=True
         Divide by the sample's global maximum (a sample whose graphs are all zero stays 0).
+    ddof : {0, 1}, default=1
+        Delta degrees of freedom of the standardisation's ``std``: 1 (torch's unbiased
+        ``std()``) as in the authors' DGP.
     batch_size : int, default=256
         Samples per chunk.
     n_jobs : int, optional
@@ -285,13 +307,14 @@ def dgp_representation(
     Raises
     ------
     ValueError
-        On a wrong shape or NaN/inf in ``X``, a bad ``batch_size``/``n_jobs``, or
+        On a wrong shape or NaN/inf in ``X``, a bad ``batch_size``/``n_jobs``/``ddof``, or
         ``standardize`` with a single-edge layer.
     TypeError
         If ``graph`` is neither an MLPGraph nor a supported torch model.
     """
     graph, X = _prepare(graph, X)
     batch_size = check_int(batch_size, "batch_size")
+    ddof = _check_ddof(ddof)
     if standardize:
         _check_standardizable(graph)
     packed = _packed(graph)
@@ -303,6 +326,7 @@ def dgp_representation(
         X,
         packed,
         standardize=standardize,
+        ddof=ddof,
         batch_size=batch_size,
         progress=progress,
         desc="DGP",
@@ -325,7 +349,9 @@ def dgp_representation(
     return out
 
 
-def magdiff_representation(graph: MLPGraph, X: Any, *, batch_size: int = 256) -> np.ndarray:
+def magdiff_representation(
+    graph: MLPGraph, X: Any, *, signed: bool = False, batch_size: int = 256
+) -> np.ndarray:
     """MAGDiff raw representation: the last layer's activation graph, flattened.
 
     Parameters
@@ -334,13 +360,19 @@ def magdiff_representation(graph: MLPGraph, X: Any, *, batch_size: int = 256) ->
         The trained network.
     X : array-like of shape (n_samples, n_inputs)
         Flattened samples.
+    signed : bool, default=False
+        Keep the signed graph ``a_{L-1}[i] * W_{L-1}[i, j]`` (the authors' code) instead of
+        its absolute value. When the last layer's input is non-negative (ReLU networks),
+        the two differ by a fixed sign per coordinate, so their distances to class means
+        are equal; with tanh they differ.
     batch_size : int, default=256
         Samples per chunk.
 
     Returns
     -------
     ndarray of shape (n_samples, n_{L-1} * n_outputs)
-        float32, row-major flatten of ``|a_{L-1}[i] * W_{L-1}[i, j]|``.
+        float32, row-major flatten of ``|a_{L-1}[i] * W_{L-1}[i, j]|`` (or the signed
+        product).
 
     Raises
     ------
@@ -355,5 +387,8 @@ def magdiff_representation(graph: MLPGraph, X: Any, *, batch_size: int = 256) ->
     out = np.empty((X.shape[0], w.size), dtype=np.float32)
     for start, stop in _chunks(X, batch_size, False, "MAGDiff"):
         a = graph._forward(X[start:stop], keep_inputs=True)[0][-1]
-        np.abs(a[:, :, None] * w[None, :, :], out=out[start:stop].reshape(-1, *w.shape))
+        block = out[start:stop].reshape(-1, *w.shape)
+        np.multiply(a[:, :, None], w[None, :, :], out=block)
+        if not signed:
+            np.abs(block, out=block)
     return out
