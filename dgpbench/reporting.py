@@ -3,7 +3,8 @@
 Input: one tidy frame of bootstrap records with the columns ``dataset, hidden, layers, seed,
 method, corruption, intensity, n, delta, draw, rejected`` (``corruption == "none"`` and
 ``delta == 0`` for the calibration runs). A table cell is the detection ratio in percent: the
-mean of ``rejected`` over models x intensities x deltas x draws (the paper's aggregation).
+mean of ``rejected`` over models x intensities x deltas x draws (the paper's aggregation);
+:func:`pooled_records` selects the deltas to pool (the workflow's ``report.pool_deltas``).
 The CSV versions add a 95% Wilson score interval that treats every draw as an independent
 Bernoulli trial (draws share images and models, so read it as a lower bound on uncertainty).
 """

@@ -125,3 +125,36 @@ def test_figures_exist_even_without_gaussian_noise(tmp_path):
         for ext in (".png", ".pdf"):
             assert (tmp_path / f"{stem}{ext}").stat().st_size > 500
     assert tmp_path / "fig_gn_by_n.png" in written
+
+
+def test_tables_pool_the_configured_deltas(tmp_path):
+    # delta 0.25 at rate 0.5, and a delta 1.0 block that always detects: pooling {0.25, 1.0}
+    # gives 75%, pooling {0.25} 50%; calibration rows (delta 0) are always kept.
+    rec = _records({("dgp", "GN"): 0.5})
+    rec = rec[rec["delta"] != 0.5]
+    always = rec[rec["delta"] == 0.25].assign(delta=1.0, rejected=True)
+    rec = pd.concat([rec, always], ignore_index=True)
+    for deltas, expected in (([0.25, 1.0], 75.0), ([0.25], 50.0), (None, 75.0)):
+        pooled = reporting.pooled_records(rec, deltas)
+        assert (pooled["delta"] == 0).sum() == (rec["delta"] == 0).sum()
+        cells = reporting.main_table(pooled, tmp_path, methods=["dgp"])
+        assert cells["ratio_pct"].to_numpy() == pytest.approx(expected)
+    with pytest.raises(ValueError, match=r"pooled deltas \[0\.75\] have no records"):
+        reporting.pooled_records(rec, [0.25, 0.75])
+
+
+def test_cli_tables_and_figures_pool_deltas(tmp_path):
+    from dgpbench.cli import main
+
+    rec = _records({("dgp", "GN"): 0.5, ("tu", "GN"): 0.25})
+    rec.loc[rec["delta"] == 0.5, "rejected"] = True
+    path = tmp_path / "records.csv"
+    rec.to_csv(path, index=False)
+    code = main(["tables", "--records", str(path), "--methods", "tu", "dgp",
+                 "--pool-deltas", "0.25", "--out-dir", str(tmp_path / "t")])  # fmt: skip
+    assert code == 0
+    table = pd.read_csv(tmp_path / "t" / "table1_shift_detection.csv")
+    assert set(table["ratio_pct"]) == {25.0, 50.0}
+    code = main(["figures", "--records", str(path), "--methods", "tu", "dgp",
+                 "--pool-deltas", "0.25", "1.0", "--out-dir", str(tmp_path / "f")])  # fmt: skip
+    assert code == 2  # delta 1.0 was not run
