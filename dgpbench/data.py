@@ -530,20 +530,29 @@ def _check_labels(labels: np.ndarray, k: int, where: str) -> None:
 # CIFAR-10 (python pickles)
 # --------------------------------------------------------------------------------------------
 class _ArrayUnpickler(pickle.Unpickler):
-    """Unpickler that only builds numpy arrays and plain containers (no arbitrary code)."""
+    """Unpickler that only rebuilds numpy arrays and plain containers (no arbitrary code).
+
+    Only the exact globals a CIFAR-10 batch refers to are resolved: the array constructors
+    (``_reconstruct`` of the original Python-2 pickles, ``_frombuffer`` of protocol-5
+    re-pickles, each under its numpy-1 and numpy-2 module name), ``ndarray``, ``dtype`` and
+    ``_codecs.encode`` (how Python 3 writes ``bytes`` at protocol 2). Any other global,
+    numpy's included (``numpy.testing`` can run code), is refused.
+    """
 
     _ALLOWED = frozenset(
         {
+            ("numpy.core.multiarray", "_reconstruct"),
+            ("numpy._core.multiarray", "_reconstruct"),
+            ("numpy.core.numeric", "_frombuffer"),
+            ("numpy._core.numeric", "_frombuffer"),
+            ("numpy", "ndarray"),
+            ("numpy", "dtype"),
             ("_codecs", "encode"),
-            ("copy_reg", "_reconstructor"),
-            ("copyreg", "_reconstructor"),
-            ("__builtin__", "object"),
-            ("builtins", "object"),
         }
     )
 
     def find_class(self, module: str, name: str) -> Any:
-        if module.split(".")[0] == "numpy" or (module, name) in self._ALLOWED:
+        if (module, name) in self._ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"unexpected object {module}.{name} in a CIFAR-10 batch")
 

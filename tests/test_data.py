@@ -274,6 +274,39 @@ def test_cifar10_pickle_cannot_run_code(tmp_path):
     assert not marker.exists()
 
 
+def test_cifar10_pickle_cannot_run_code_through_a_numpy_global(tmp_path):
+    # numpy itself has functions that execute code; only the array constructors may load.
+    from numpy.testing._private.utils import runstring
+
+    write_cifar(tmp_path)
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (runstring, (f"open({str(marker)!r}, 'w').close()", {}))
+
+    with (tmp_path / "cifar-10-batches-py" / "test_batch").open("wb") as fh:
+        pickle.dump({"data": Evil(), "labels": []}, fh)
+    with pytest.raises(ValueError, match=r"unexpected object numpy\.testing"):
+        load_dataset("cifar10", tmp_path, split="test")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("numpy1_names", [False, True])
+def test_cifar10_protocol_2_pickles_load(tmp_path, numpy1_names):
+    # The original batches are Python-2 pickles (protocol 2) naming numpy.core.multiarray.
+    written = write_cifar(tmp_path)
+    flat, labels = written["test"][0]
+    blob = pickle.dumps({b"data": flat, b"labels": labels}, protocol=2)
+    if numpy1_names:
+        blob = blob.replace(b"numpy._core.multiarray\n", b"numpy.core.multiarray\n")
+        assert b"numpy.core.multiarray\n_reconstruct" in blob
+    (tmp_path / "cifar-10-batches-py" / "test_batch").write_bytes(blob)
+    x, y = load_dataset("cifar10", tmp_path, split="test")
+    np.testing.assert_array_equal(x.reshape(len(x), -1), flat / np.float32(255))
+    np.testing.assert_array_equal(y, labels)
+
+
 def test_cifar10_wrong_array_shape(tmp_path):
     write_cifar(tmp_path)
     with (tmp_path / "cifar-10-batches-py" / "test_batch").open("wb") as fh:
