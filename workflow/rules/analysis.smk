@@ -282,7 +282,7 @@ rule analysis_size:
         grid=f"{AN_RESULTS}/size/grid.csv",
         figure=figure(f"{AN_RESULTS}/size/fig_size_heatmaps"),
     params:
-        distributions=" ".join(f"'{d}'" for d in AN["size"]["distributions"]),
+        distributions=join(AN["size"]["distributions"]),
         sizes=join(AN["size"]["sizes"]),
         s=lookup(within=config, dpath="analysis/size"),
     threads: 2  # the batched MST kernel runs on numba threads
@@ -334,7 +334,7 @@ rule analysis_early_stopping:
     params:
         e=lookup(within=config, dpath="analysis/early_stopping"),
         where=" ".join(
-            f"--heatmap-where {k}={v}"
+            f"--heatmap-where {shlex.quote(f'{k}={v}')}"
             for k, values in AN["early_stopping"]["heatmap"].items()
             for v in values
         ),

@@ -80,14 +80,19 @@ def published_table1():
     return [str(path)] if path else []
 
 
+# Shell safety: every config string reaches a shell command quoted (these helpers, or
+# `{params.x:q}`); numbers are safe once the schema has checked their type, and wildcards
+# are constrained below to characters without shell meaning.
 def data_args():
+    """`--data-root` (quoted) and `--download` options from the config."""
     root = config.get("data_root")
-    args = f"--data-root {root}" if root else ""
+    args = f"--data-root {shlex.quote(str(root))}" if root else ""
     return args + (" --download" if config.get("download") else "")
 
 
 def join(values):
-    return " ".join(str(v) for v in values)
+    """Config values as separate, shell-quoted words."""
+    return " ".join(shlex.quote(str(v)) for v in values)
 
 
 wildcard_constraints:
