@@ -249,9 +249,34 @@ def _aggregate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="output CSV (.csv or .csv.gz)")
 
 
+# Columns holding a draw's outcome; every other column identifies the draw.
+_OUTCOME_COLUMNS = ("rejected", "min_p")
+
+
+def _check_counted_once(records: pd.DataFrame, sources: pd.Series) -> None:
+    """Refuse records that identify the same draw twice (they would double the statistics)."""
+    key = [c for c in records.columns if c not in _OUTCOME_COLUMNS]
+    dup = records.duplicated(key, keep=False)
+    if dup.any():
+        first = records[dup].iloc[0]
+        same = records[dup & (records[key] == first[key]).all(axis=1)].index
+        files = sorted(set(sources[same]))
+        what = ", ".join(f"{c}={first[c]}" for c in key)
+        raise ValueError(
+            f"{int(dup.sum())} records identify a draw that is already counted, e.g. {what} "
+            f"(in {', '.join(files)}); duplicated grid values or record files?"
+        )
+
+
 def _aggregate(args: argparse.Namespace) -> None:
-    frames = [pd.read_csv(path) for path in sorted(args.records)]
+    paths = sorted(args.records)
+    repeated = sorted({p for p in paths if paths.count(p) > 1})
+    if repeated:
+        raise ValueError(f"record files given more than once: {', '.join(repeated)}")
+    frames = [pd.read_csv(path) for path in paths]
     records = pd.concat(frames, ignore_index=True)
+    sources = pd.Series(np.repeat(paths, [len(f) for f in frames]))
+    _check_counted_once(records, sources)
     if "model" in records:
         ids = records["model"].astype(str)
         parts = {m: parse_model_id(m) for m in ids.unique()}

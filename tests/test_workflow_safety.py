@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from _workflow import SNAKEFILE, tiny_config, venv_env
+
+from dgpbench.cli import main
 
 MNIST = Path("/work/shared/data/MNIST")
 
@@ -77,3 +80,50 @@ def test_every_config_string_reaches_the_shell_as_one_word(tmp_path):
     es = commands["early-stopping"]
     assert es[es.index("--heatmap-where") + 1] == f"dataset=npz:/d/{hostile}.npz"
     assert not list(tmp_path.rglob("pwned"))
+
+
+def _nested(key: str, value) -> dict:
+    """``tiny_config`` with one nested key (``a.b``) replaced."""
+    config = tiny_config()
+    section, _, leaf = key.rpartition(".")
+    target = config
+    for part in filter(None, section.split(".")):
+        target = target[part]
+    target[leaf] = value
+    return config
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("models.seeds", [0, 0]), ("protocol.ns", [10, 10]), ("protocol.deltas", [0.5, 0.5])],
+)
+def test_duplicate_grid_values_stop_the_run(tmp_path, key, value):
+    proc = snakemake(tmp_path, _nested(key, value), "-n")
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert key.rpartition(".")[2] in out and "non-unique" in out
+    assert not (tmp_path / "results").exists()
+
+
+def _records_file(path: Path, rejected: list[bool], model: str = "h16-l2-s0") -> None:
+    pd.DataFrame(
+        {"dataset": "digits", "model": model, "method": "dgp", "corruption": "GN",
+         "intensity": 6, "n": 10, "delta": 0.5, "draw": range(len(rejected)),
+         "rejected": rejected, "min_p": 0.01}
+    ).to_csv(path, index=False)  # fmt: skip
+
+
+def test_aggregate_refuses_records_counted_twice(tmp_path, capsys):
+    a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    _records_file(a, [True, False, True])
+    _records_file(b, [True, True, False])  # the same draws (same keys), other outcomes
+    _records_file(c, [False], model="h16-l2-s1")
+    out = tmp_path / "records.csv.gz"
+    assert main(["aggregate", "--out", str(out), str(a), str(a)]) == 2
+    assert "a.csv" in capsys.readouterr().err
+    assert main(["aggregate", "--out", str(out), str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    assert "already counted" in err and "a.csv" in err and "b.csv" in err and "draw=0" in err
+    assert not out.exists()
+    assert main(["aggregate", "--out", str(out), str(a), str(c)]) == 0
+    assert len(pd.read_csv(out)) == 4
