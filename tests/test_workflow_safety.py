@@ -127,3 +127,15 @@ def test_aggregate_refuses_records_counted_twice(tmp_path, capsys):
     assert not out.exists()
     assert main(["aggregate", "--out", str(out), str(a), str(c)]) == 0
     assert len(pd.read_csv(out)) == 4
+
+
+def test_two_npz_files_with_the_same_name_are_an_error(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "data.npz").write_bytes(b"")
+    config = tiny_config(datasets=["npz:a/data.npz", "npz:b/data.npz"])
+    proc = snakemake(tmp_path, config, "-n")
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert str(tmp_path / "a" / "data.npz") in out and str(tmp_path / "b" / "data.npz") in out
+    assert "npz-data" in out

@@ -1,5 +1,6 @@
 # Config validation, defaults and the helpers every rule uses. Nothing here runs a job.
 import itertools
+import re
 import shlex
 from pathlib import Path
 
@@ -29,9 +30,26 @@ LOGS = f"{RESULTS}/logs"
 BENCH = f"{RESULTS}/benchmarks"
 
 
+_NPZ_IDS = {}  # id -> resolved path of every npz: data set named in the config
+
+
 def dataset_id(name):
-    """A file-system-safe id for a data set (``npz:/a/b.npz`` -> ``npz-b``)."""
-    return f"npz-{Path(name[4:]).stem}" if name.startswith("npz:") else name
+    """A file-system-safe id for a data set (``npz:/a/b.npz`` -> ``npz-b``).
+
+    Two different files with the same id (``/a/data.npz`` and ``/b/data.npz``) would share
+    one results folder, so that is an error naming both.
+    """
+    if not name.startswith("npz:"):
+        return name
+    path = Path(name[4:]).expanduser().resolve()
+    ident = "npz-" + re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)
+    other = _NPZ_IDS.setdefault(ident, path)
+    if other != path:
+        raise ValueError(
+            f"data sets npz:{other} and npz:{path} would share the id {ident!r} (and the"
+            " folders results/*/{ident}): rename one of the files"
+        )
+    return ident
 
 
 DATASETS = {dataset_id(d): d for d in config["datasets"]}
