@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -139,3 +140,40 @@ def test_two_npz_files_with_the_same_name_are_an_error(tmp_path):
     out = proc.stdout + proc.stderr
     assert str(tmp_path / "a" / "data.npz") in out and str(tmp_path / "b" / "data.npz") in out
     assert "npz-data" in out
+
+
+def _write_npz_dataset(path: Path, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    np.savez(
+        path,
+        x_train=rng.integers(0, 256, (40, 4, 4), dtype=np.uint8),
+        y_train=np.arange(40) % 2,
+        x_test=rng.integers(0, 256, (20, 4, 4), dtype=np.uint8),
+        y_test=np.arange(20) % 2,
+    )
+
+
+def test_a_changed_npz_file_reruns_the_jobs_that_read_it(tmp_path):
+    data = tmp_path / "my_data.npz"
+    _write_npz_dataset(data, seed=0)
+    config = tiny_config(datasets=[f"npz:{data}"], images={"n_refs": 10, "n_test": 10, "seed": 1})
+    config["analysis"]["datasets"] = [f"npz:{data}"]
+    clean = "results/images/npz-my_data/clean.npz"
+    proc = snakemake(tmp_path, config, clean)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Nothing to be done" in snakemake(tmp_path, config, "-n", clean).stdout
+
+    _write_npz_dataset(data, seed=1)  # new content, newer than the images drawn from it
+    proc = snakemake(tmp_path, config, "-n", clean)
+    assert proc.returncode == 0 and "rule images:" in proc.stdout, proc.stdout[-2000:]
+    # Every rule that reads the file lists it as an input.
+    targets = [
+        "results/models/npz-my_data/h16-l2-s0/model.pt",
+        "results/analysis/models/npz-my_data/linear-s0/model.pt",
+    ]
+    proc = snakemake(tmp_path, config, "-n", *targets)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    jobs = proc.stdout.split("rule ")[1:]
+    for rule in ("train", "analysis_train"):
+        (job,) = [j for j in jobs if j.startswith(f"{rule}:")]
+        assert str(data) in job.split("output:")[0], job

@@ -73,6 +73,8 @@ wildcard_constraints:
 rule analysis_train:
     """Train one analysis MLP; record NP, variance, DGP, validation and test accuracy at
     every evaluation (the curves replace the paper's 160 kept checkpoints per run)."""
+    input:
+        data=data_file(AN_DATASETS),
     output:
         model=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/model.pt",
         metrics=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/metrics.csv",
@@ -101,6 +103,8 @@ rule analysis_train:
 
 rule analysis_train_regulariser:
     """Train one model of the regulariser comparison (no curves: only the final weights)."""
+    input:
+        data=data_file(REG_DATASETS),
     output:
         model=f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regrun}}/model.pt",
         metrics=f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regrun}}/metrics.csv",

@@ -108,6 +108,17 @@ def data_args():
     return args + (" --download" if config.get("download") else "")
 
 
+def data_file(names):
+    """Input function: the file of an ``npz:`` data set (none for the built-in data sets), so
+    that a changed file reruns the jobs that read it. ``names`` maps ids to data set names."""
+
+    def inputs(wildcards):
+        name = names[wildcards.dataset]
+        return [str(Path(name[4:]).expanduser())] if name.startswith("npz:") else []
+
+    return inputs
+
+
 def join(values):
     """Config values as separate, shell-quoted words."""
     return " ".join(shlex.quote(str(v)) for v in values)

@@ -1,5 +1,7 @@
 rule images:
     """Labelled reference images and clean test images of one data set."""
+    input:
+        data=data_file(DATASETS),
     output:
         f"{RESULTS}/images/{{dataset}}/clean.npz",
     params:

@@ -1,5 +1,7 @@
 rule train:
     """Train one MLP (per data set x hidden size x layers x seed)."""
+    input:
+        data=data_file(DATASETS),
     output:
         model=f"{RESULTS}/models/{{dataset}}/{{model}}/model.pt",
         metrics=f"{RESULTS}/models/{{dataset}}/{{model}}/metrics.csv",
