@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import hashlib
 import itertools
 import logging
 import math
@@ -320,8 +321,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _weights_digest(state: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of the weights (names, dtypes, shapes and bytes): torch's zip reader does not
+    check CRCs, so a flipped byte in a stored tensor would otherwise load silently."""
+    digest = hashlib.sha256()
+    for key in sorted(state):
+        tensor = state[key].detach().cpu().contiguous()
+        digest.update(f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(
+            tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+        )
+    return digest.hexdigest()
+
+
 def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[str, Any]) -> Path:
-    """Write ``model``'s weights with ``meta`` to ``path`` atomically.
+    """Write ``model``'s weights, their SHA-256 and ``meta`` to ``path`` atomically.
 
     Parameters
     ----------
@@ -354,6 +368,7 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
         "meta": _plain({**meta, "arch": arch}),
         "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
     }
+    payload["weights_sha256"] = _weights_digest(payload["state_dict"])
     path = Path(path)
     with atomic_path(path, suffix=".pt") as tmp:
         torch.save(payload, tmp)
@@ -381,7 +396,8 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[s
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the file is truncated or corrupt, is not a dgpbench checkpoint, has an
+        If the file is truncated or corrupt (its weights must match the SHA-256 checksum
+        :func:`save_checkpoint` stores with them), is not a dgpbench checkpoint, has an
         unsupported version, or its weights do not match its architecture.
     """
     path = Path(path)
@@ -404,6 +420,17 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[s
     state = payload.get("state_dict")
     if not isinstance(meta, dict) or not isinstance(state, dict) or "arch" not in meta:
         raise ValueError(f"{path} lacks 'meta', 'meta.arch' or 'state_dict'")
+    bad = [k for k, v in state.items() if not isinstance(v, torch.Tensor)]
+    if bad:
+        raise ValueError(f"{path}: state_dict entries {bad[:5]} are not tensors")
+    stored = payload.get("weights_sha256")
+    if stored is None:
+        log.warning("%s has no weights checksum (written by an older dgpbench)", path)
+    elif stored != _weights_digest(state):
+        raise ValueError(
+            f"checkpoint {path} is corrupt: its weights do not match the checksum stored "
+            "with them (damaged copy or disk?); retrain or restore the file"
+        )
     try:
         arch = ArchConfig(**meta["arch"])
     except (TypeError, ValueError) as exc:

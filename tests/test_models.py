@@ -321,6 +321,41 @@ def test_truncated_checkpoint(saved):
         load_checkpoint(path)
 
 
+def test_checkpoint_with_a_flipped_weight_byte_is_refused(saved):
+    # torch's zip reader does not check CRCs: without a checksum this loads wrong weights.
+    path, model = saved
+    raw = bytearray(path.read_bytes())
+    weights = model.state_dict()["2.weight"].numpy().tobytes()
+    at = raw.find(weights)
+    assert at > 0 and raw.find(weights, at + 1) == -1
+    raw[at + 5] ^= 0x01  # the lowest mantissa bit of one weight
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="checksum") as exc:
+        load_checkpoint(path)
+    assert str(path) in str(exc.value)
+
+
+def test_checkpoint_checksum_covers_batchnorm_buffers(tmp_path):
+    arch = ArchConfig(5, 4, 3, 2, batchnorm=True)
+    path = save_checkpoint(tmp_path / "bn.pt", arch.build(generator=_gen(1)), {"arch": arch})
+    load_checkpoint(path)
+    payload = torch.load(path, weights_only=True)
+    payload["state_dict"]["1.num_batches_tracked"] += 1
+    torch.save(payload, path)
+    with pytest.raises(ValueError, match="checksum"):
+        load_checkpoint(path)
+
+
+def test_checkpoint_without_checksum_still_loads(saved, caplog):
+    path, model = saved
+    payload = torch.load(path, weights_only=True)
+    del payload["weights_sha256"]
+    torch.save(payload, path)
+    loaded, _ = load_checkpoint(path)
+    assert torch.equal(loaded[0].weight, model[0].weight)
+    assert "no weights checksum" in caplog.text
+
+
 def test_garbage_checkpoint(tmp_path):
     path = tmp_path / "g.pt"
     path.write_bytes(b"not a checkpoint at all")
