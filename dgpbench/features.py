@@ -8,6 +8,11 @@ image, the vector of L2 distances from its raw representation to each class mean
 (``representation="distances"``, the default), or the raw representation itself
 (``representation="raw"``).
 
+Images are ``(N, C, H, W)`` (channels first, as torchvision and :mod:`dgpbench.data` give
+them), ``(N, H, W)`` or already flattened ``(N, D)``. A multi-channel batch that looks
+channels-last ``(N, H, W, C)``, or whose shape differs from the image shape a checkpoint
+records, is refused rather than flattened in the wrong pixel order.
+
 Raw representations:
 
 * :class:`DGPFeatures` - the MST weights of the sample-weighted DGP summary matrix S(x)
@@ -46,25 +51,57 @@ __all__ = [
 ]
 
 
-def _flatten_images(X: Any) -> Any:
-    """Flatten (N, C, H, W) or (N, H, W) images (numpy or torch) to (N, D); pass 2-D through."""
+def _flatten_images(X: Any, input_shape: tuple[int, ...] | None = None) -> Any:
+    """Flatten an image batch (numpy or torch) to (N, D) in channels-first order.
+
+    2-D input passes through. ``(N, H, W)`` is one channel. ``(N, C, H, W)`` is flattened as
+    ``C, H, W``; when the model's image shape is known (``input_shape``, from a dgpbench
+    checkpoint of a built-in data set) a 4-D batch must have exactly that shape, otherwise
+    a batch that looks channels-last (last axis 2-4 entries, second axis more) is refused:
+    flattening it as channels-first would silently scramble the pixels.
+    """
     if hasattr(X, "detach") and hasattr(X, "cpu"):
         X = X.detach().cpu().numpy()
     shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) > 2:
-        return np.asarray(X).reshape(shape[0], -1)
-    return X
+    if shape is None or len(shape) <= 2:
+        return X
+    shape = tuple(int(s) for s in shape)
+    if len(shape) == 4 and shape[1] > 1 and shape[3] > 1:
+        fix = "transpose it to (N, C, H, W) first, e.g. X.transpose(0, 3, 1, 2)"
+        if input_shape is not None and len(input_shape) == 3:
+            if shape[1:] != tuple(input_shape):
+                c, h, w = input_shape
+                hint = f"; {fix}" if shape[1:] == (h, w, c) else ""
+                raise ValueError(
+                    f"X has images of shape {shape[1:]} but the model was trained on "
+                    f"(C, H, W) = {tuple(input_shape)}{hint}"
+                )
+        elif shape[3] <= 4 < shape[1]:
+            raise ValueError(
+                f"X of shape {shape} looks channels-last (N, H, W, C); images must be "
+                f"(N, C, H, W) or flattened (N, D): {fix}"
+            )
+    if shape[0] == 0:
+        raise ValueError(f"X is an empty batch (shape {shape}): pass at least one image")
+    return np.asarray(X).reshape(shape[0], -1)
 
 
-def _load_model(model: Any):
-    """Return the torch module held by ``model`` (a module, or a checkpoint path)."""
+def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
+    """Return the torch module held by ``model`` (a module, or a checkpoint path) and its
+    image shape ``(C, H, W)`` when a checkpoint of a built-in data set tells it."""
     if model is None:
         raise ValueError("model is None: pass a trained torch MLP or a checkpoint path")
     if isinstance(model, str | os.PathLike):
+        from dgpbench.data import DATASETS, image_shape
         from dgpbench.models import load_checkpoint
 
-        return load_checkpoint(model)[0]
-    return model
+        module, meta = load_checkpoint(model)
+        dataset = meta.get("dataset")
+        shape = image_shape(dataset) if dataset in DATASETS else None
+        if shape is not None and int(np.prod(shape)) != meta["arch"]["n_inputs"]:
+            shape = None
+        return module, shape
+    return model, None
 
 
 class _MLPFeatures(TransformerMixin, BaseEstimator):
@@ -109,7 +146,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
     def _validate_input(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
         """Flatten images, validate ``X`` (and ``y`` unless ``"no_validation"``, scikit-learn's
         convention), and check the input size against the model."""
-        out = validate_data(self, _flatten_images(X), y, reset=reset, dtype=np.float32)
+        X = _flatten_images(X, getattr(self, "input_shape_", None))
+        out = validate_data(self, X, y, reset=reset, dtype=np.float32)
         X = out if isinstance(y, str) and y == "no_validation" else out[0]
         n_in = self.graph_.n_inputs
         if X.shape[1] != n_in:
@@ -135,7 +173,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         self : object
             The fitted transformer.
         """
-        self.graph_ = MLPGraph.from_module(_load_model(self.model))
+        module, self.input_shape_ = _load_model(self.model)
+        self.graph_ = MLPGraph.from_module(module)
         X, y = self._validate_input(X, y, reset=True)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         blocks = self._raw_blocks(X)
@@ -235,6 +274,9 @@ class DGPFeatures(_MLPFeatures):
     ----------
     graph_ : MLPGraph
         The model's weights in graph orientation.
+    input_shape_ : tuple of int or None
+        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
+        sets); 4-D batches must then have exactly this shape.
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.
     class_means_ : list of one ndarray of shape (n_classes, n_inputs + n_outputs - 1)
@@ -328,6 +370,9 @@ class TUFeatures(_MLPFeatures):
     ----------
     graph_ : MLPGraph
         The model's weights in graph orientation.
+    input_shape_ : tuple of int or None
+        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
+        sets); 4-D batches must then have exactly this shape.
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.
     class_means_ : list of ndarray, one of shape (n_classes, n_l + m_l - 1) per layer
@@ -415,6 +460,9 @@ class MAGDiffFeatures(_MLPFeatures):
     ----------
     graph_ : MLPGraph
         The model's weights in graph orientation.
+    input_shape_ : tuple of int or None
+        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
+        sets); 4-D batches must then have exactly this shape.
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.
     class_means_ : list of one ndarray of shape (n_classes, n_{L-1} * n_outputs)
@@ -488,6 +536,9 @@ class SoftmaxFeatures(_MLPFeatures):
     ----------
     graph_ : MLPGraph
         The model's weights in graph orientation.
+    input_shape_ : tuple of int or None
+        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
+        sets); 4-D batches must then have exactly this shape.
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.
     class_means_ : list of one ndarray of shape (n_classes, n_outputs)

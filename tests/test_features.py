@@ -171,3 +171,48 @@ def test_pipeline_predict(digits_model):
     noisy = corrupt(x_test[200:400], "UN", 6, dataset="digits", seed=0)
     assert pipe.predict(noisy) == det.predict(feats.transform(noisy))
     assert bool(pipe.predict(noisy)) is True
+
+
+def _rgb_model(n_inputs: int) -> torch.nn.Sequential:
+    gen = torch.Generator().manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(n_inputs, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)
+    )
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen))
+    return model
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_channels_last_batch_is_refused(cls):
+    rng = np.random.default_rng(0)
+    x = rng.random((12, 3, 7, 6), dtype=np.float32)  # (N, C, H, W)
+    y = np.arange(12) % 3
+    est = cls(_rgb_model(3 * 7 * 6)).fit(x, y)
+    flat = est.transform(x.reshape(12, -1))
+    np.testing.assert_array_equal(est.transform(x), flat)
+    for channels_last in (x.transpose(0, 2, 3, 1), torch.from_numpy(x.transpose(0, 2, 3, 1))):
+        with pytest.raises(ValueError, match=r"channels-last.*transpose\(0, 3, 1, 2\)"):
+            est.transform(channels_last)
+    with pytest.raises(ValueError, match="channels-last"):
+        cls(_rgb_model(3 * 7 * 6)).fit(x.transpose(0, 2, 3, 1), y)
+
+
+def test_checkpoint_image_shape_confirms_the_layout(tmp_path):
+    from dgpbench.models import save_checkpoint
+
+    arch = ArchConfig(n_inputs=3 * 32 * 32, hidden=4, n_layers=2, n_classes=10)
+    path = save_checkpoint(
+        tmp_path / "m.pt", arch.build(torch.Generator().manual_seed(0)),
+        {"arch": arch, "dataset": "cifar10"},
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    x = rng.random((20, 3, 32, 32), dtype=np.float32)
+    est = SoftmaxFeatures(path).fit(x, np.arange(20) % 10)
+    assert est.input_shape_ == (3, 32, 32)
+    with pytest.raises(ValueError, match=r"\(32, 32, 3\).*\(3, 32, 32\).*transpose"):
+        est.transform(x.transpose(0, 2, 3, 1))
+    with pytest.raises(ValueError, match=r"\(3, 16, 64\).*\(3, 32, 32\)"):
+        est.transform(x.reshape(20, 3, 16, 64))  # the right size, not the model's images
+    np.testing.assert_array_equal(est.transform(x), est.transform(x.reshape(20, -1)))
