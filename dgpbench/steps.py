@@ -310,6 +310,9 @@ def _tables_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ablation-datasets", nargs="+", default=["none"])
     p.add_argument("--ablation-ns", type=int, nargs="+", default=[20, 50, 100])
     _pool_deltas_arg(p)
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the records (caption)"
+    )
     p.add_argument("--out-dir", required=True)
 
 
@@ -320,7 +323,7 @@ def _tables(args: argparse.Namespace) -> None:
     reporting.main_table(records, args.out_dir, methods=args.methods)
     ablation = [d for d in args.ablation_datasets if d != "none"]
     reporting.ablation_tables(records, args.out_dir, ablation, ns_main=args.ablation_ns)
-    reporting.calibration_table(records, args.out_dir)
+    reporting.calibration_table(records, args.out_dir, alpha=args.alpha)
     log.info("tables -> %s", args.out_dir)
 
 

@@ -158,3 +158,13 @@ def test_cli_tables_and_figures_pool_deltas(tmp_path):
     code = main(["figures", "--records", str(path), "--methods", "tu", "dgp",
                  "--pool-deltas", "0.25", "1.0", "--out-dir", str(tmp_path / "f")])  # fmt: skip
     assert code == 2  # delta 1.0 was not run
+
+
+def test_calibration_caption_states_the_configured_alpha(tmp_path):
+    rec = _records(RATES)
+    reporting.calibration_table(rec, tmp_path, alpha=0.01)
+    for ext, caption in ((".md", "alpha = 1%"), (".tex", r"alpha = 1\%")):
+        text = (tmp_path / f"table_appendix_calibration{ext}").read_text()
+        assert caption in text and "alpha = 5" not in text
+    reporting.calibration_table(rec, tmp_path, alpha=0.1)
+    assert "alpha = 10%" in (tmp_path / "table_appendix_calibration.md").read_text()

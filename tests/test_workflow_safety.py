@@ -33,11 +33,12 @@ def snakemake(workdir: Path, config: dict, *args: str, timeout: float = 300):
 
 def shell_commands(output: str) -> list[list[str]]:
     """The shell commands a ``snakemake -n -p`` run prints, split as the shell would."""
-    return [
+    commands = [
         shlex.split(line.removeprefix("Shell command: "))
         for line in output.splitlines()
         if line.startswith("Shell command: ")
     ]
+    return [c for c in commands if c[0] == "dgpbench"]  # not target rules' "None"
 
 
 def test_data_root_is_quoted_and_arrives_intact(tmp_path):
@@ -177,3 +178,20 @@ def test_a_changed_npz_file_reruns_the_jobs_that_read_it(tmp_path):
     for rule in ("train", "analysis_train"):
         (job,) = [j for j in jobs if j.startswith(f"{rule}:")]
         assert str(data) in job.split("output:")[0], job
+
+
+def test_tables_rule_passes_the_configured_alpha(tmp_path):
+    config = tiny_config()
+    config["protocol"]["alpha"] = 0.01
+    proc = snakemake(
+        tmp_path,
+        config,
+        "-n",
+        "-p",
+        "--forcerun",
+        "tables",
+        "results/tables/table_appendix_calibration.md",
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (tables,) = [c for c in shell_commands(proc.stdout) if c[1] == "tables"]
+    assert tables[tables.index("--alpha") + 1] == "0.01"

@@ -36,6 +36,7 @@ rule tables:
         ablation=join(ABLATION) or "none",
         ablation_ns=join(config["ablation"]["ns"]),
         pool=join(config["report"]["pool_deltas"]),
+        alpha=config["protocol"]["alpha"],
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
     resources:
@@ -48,7 +49,8 @@ rule tables:
     shell:
         "dgpbench tables --records {input} --methods {params.methods}"
         " --ablation-datasets {params.ablation} --ablation-ns {params.ablation_ns}"
-        " --pool-deltas {params.pool} --out-dir {params.out_dir} > {log} 2>&1"
+        " --pool-deltas {params.pool} --alpha {params.alpha}"
+        " --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule figures:
