@@ -53,6 +53,14 @@ ACTIVATION_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 _IDENTITY_MODULES = (nn.Identity, nn.Dropout, nn.Flatten)
 
 
+_ELEMENTWISE_MODULES = (*_IDENTITY_MODULES, nn.ReLU, nn.Tanh, nn.Sigmoid, nn.LeakyReLU, nn.GELU)
+
+
+def _base_class(module: nn.Module) -> type[nn.Module]:
+    """The supported torch class ``module`` is an instance of."""
+    return next(c for c in _ELEMENTWISE_MODULES if isinstance(module, c))
+
+
 def _activation_name(module: nn.Module) -> str | None:
     """Name of an element-wise activation module, '' for eval-time identities, None if neither."""
     if isinstance(module, _IDENTITY_MODULES):
@@ -102,12 +110,24 @@ def _parse_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     return chained
 
 
+def _check_forward(module: nn.Module, base: type[nn.Module], where: str) -> None:
+    """Refuse a subclass that overrides ``forward``: the graph is read from the layers alone,
+    so its own computation would be silently ignored."""
+    if type(module).forward is not base.forward:
+        raise TypeError(
+            f"{where} ({type(module).__name__}) overrides {base.__name__}.forward; dgpbench "
+            f"reads the network from its layers alone and would ignore that forward: use a "
+            f"plain nn.{base.__name__}"
+        )
+
+
 def _flatten_sequential(module: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
     """Children of (possibly nested) nn.Sequential containers, with their index paths."""
     out: list[tuple[str, nn.Module]] = []
     for name, child in module.named_children():
         path = f"{prefix}{name}"
         if isinstance(child, nn.Sequential):
+            _check_forward(child, nn.Sequential, f"model layer {path}")
             out.extend(_flatten_sequential(child, prefix=f"{path}."))
         else:
             out.append((path, child))
@@ -211,7 +231,8 @@ class MLPGraph:
         TypeError
             If ``model`` is not an ``nn.Sequential``, or for any other layer type (the error
             names the layer's index and type), or for an activation before the first
-            ``nn.Linear``.
+            ``nn.Linear``, or if the model or one of its layers is a subclass that overrides
+            ``forward`` (the graph is read from the layers, so that code would be ignored).
         ValueError
             If the model has no ``nn.Linear`` or consecutive linear maps do not chain.
         """
@@ -222,11 +243,13 @@ class MLPGraph:
                 f"model must be a torch.nn.Sequential of nn.Linear and element-wise "
                 f"activations, got {type(model).__name__}"
             )
+        _check_forward(model, nn.Sequential, "model")
         weights: list[np.ndarray] = []
         biases: list[np.ndarray] = []
         acts: list[list[str]] = []
         for path, module in _flatten_sequential(model):
             if isinstance(module, nn.Linear):
+                _check_forward(module, nn.Linear, f"model layer {path}")
                 with torch.no_grad():
                     w = module.weight.detach().to("cpu", torch.float32).numpy()
                     if module.bias is None:
@@ -249,6 +272,7 @@ class MLPGraph:
                     "nn.Linear and element-wise activations (ReLU, Tanh, Sigmoid, LeakyReLU, "
                     "GELU, Identity, Dropout, Flatten) are allowed"
                 )
+            _check_forward(module, _base_class(module), f"model layer {path}")
             if name == "":
                 continue
             if not weights:

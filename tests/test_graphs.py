@@ -192,3 +192,46 @@ def test_activation_graphs_bad_input():
         g.activation_graphs(np.ones((1, 6)))
     with pytest.raises(ValueError, match="x has 5 features"):
         g.activation_graphs(np.ones(5))
+
+
+class _Doubling(nn.Sequential):
+    def forward(self, x):
+        return 2 * super().forward(x)
+
+
+class _ScaledLinear(nn.Linear):
+    def forward(self, x):
+        return 3 * super().forward(x)
+
+
+class _ShiftedReLU(nn.ReLU):
+    def forward(self, x):
+        return super().forward(x) + 1
+
+
+class _PlainSubclass(nn.Sequential):
+    """A subclass that only adds a method: its forward is nn.Sequential's."""
+
+    def describe(self):
+        return "plain"
+
+
+@pytest.mark.parametrize(
+    ("model", "where"),
+    [
+        (_Doubling(nn.Linear(3, 2)), r"^model \(_Doubling\)"),
+        (nn.Sequential(_Doubling(nn.Linear(3, 2))), r"model layer 0 \(_Doubling\)"),
+        (nn.Sequential(_ScaledLinear(3, 2)), r"model layer 0 \(_ScaledLinear\)"),
+        (nn.Sequential(nn.Linear(3, 2), _ShiftedReLU()), r"model layer 1 \(_ShiftedReLU\)"),
+    ],
+)
+def test_a_custom_forward_is_refused_not_ignored(model, where):
+    with pytest.raises(TypeError, match=where + ".*overrides.*forward"):
+        MLPGraph.from_module(model)
+
+
+def test_a_subclass_without_its_own_forward_is_read():
+    model = _PlainSubclass(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 2))
+    x = torch.rand(4, 3, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        np.testing.assert_allclose(MLPGraph.from_module(model).forward(x), model(x), rtol=1e-6)
