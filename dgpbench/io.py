@@ -1,7 +1,8 @@
 """Atomic file output: write to a temporary file in the target folder, then rename.
 
 A run killed mid-write leaves either the old file or no file, never a truncated one, so an
-interrupted workflow resumes cleanly.
+interrupted workflow resumes cleanly. Files get the permissions a plain ``open()`` would give
+them (``0666`` minus the umask), not the private ``0600`` of a temporary file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+
+def _umask() -> int:
+    """The process's umask (read from /proc where possible: setting it is not thread-safe)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager
@@ -37,8 +52,13 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent)
-    os.close(fd)
     tmp_path = Path(tmp)
+    try:
+        # mkstemp creates the file 0600 and os.replace keeps that mode: give it the mode a
+        # plain open() would (0666 minus the umask), so colleagues can read the outputs.
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     try:
         yield tmp_path
         os.replace(tmp_path, path)
