@@ -3,9 +3,13 @@
 A run killed with SIGKILL (or a power loss) leaves Snakemake's directory lock behind, and the
 next ``snakemake`` refuses to start until someone runs ``--unlock`` by hand. ``dgpbench run``
 holds an OS file lock (``flock``) on ``.snakemake/dgpbench-run.lock`` for as long as it runs;
-the kernel releases that lock when the process dies, however it dies. So when ``dgpbench run``
-can take the file lock, no other ``dgpbench run`` is alive in that directory and any Snakemake
-lock left behind is stale: it is removed with ``snakemake --unlock`` before the run starts.
+the kernel releases that lock when the process dies, however it dies, so two ``dgpbench run``
+never share a directory. A Snakemake lock can still be live without a ``dgpbench run``: a
+plain ``snakemake`` in the same folder, or the Snakemake (and its jobs) that outlive a killed
+``dgpbench run``. Snakemake's lock files hold no process ids, so liveness is read from the
+processes themselves: the lock is removed (``snakemake --unlock``) only when no other
+process works in the directory (its current directory is the working directory or below it;
+shells waiting there are ignored). Otherwise the run stops and names those processes.
 Outputs of jobs that were killed are then redone by ``--rerun-incomplete`` (set in the
 profiles), and every step writes atomically, so the resumed run ends as an uninterrupted one.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +39,35 @@ def _directory(snakemake_args: list[str]) -> Path:
     return Path.cwd()
 
 
+# Interactive shells (and the shells that wrap Snakemake's jobs, whose commands are their
+# children) sitting in the directory do not hold the lock.
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "fish", "ksh", "tcsh", "csh", "tmux", "screen"})
+
+
+def lock_holders(workdir: str | os.PathLike[str]) -> list[str]:
+    """Processes that work in ``workdir``: ``"PID (command line)"`` for each.
+
+    A process counts when its current directory is ``workdir`` or inside it (Snakemake and
+    its jobs run there). This process, its ancestors and shells are left out; processes whose
+    details cannot be read (another user's) are skipped.
+    """
+    import psutil
+
+    root = Path(workdir).resolve()
+    me = psutil.Process()
+    skip = {me.pid, *(p.pid for p in me.parents())}
+    holders = []
+    for proc in psutil.process_iter(["pid", "name", "cwd", "cmdline"]):
+        info = proc.info
+        if info["pid"] in skip or not info["cwd"] or info["name"] in _SHELLS:
+            continue
+        cwd = Path(info["cwd"])
+        if cwd == root or root in cwd.parents:
+            command = " ".join(info["cmdline"] or [info["name"] or "?"])
+            holders.append(f"{info['pid']} ({command[:120]})")
+    return holders
+
+
 def run_snakemake(snakemake_args: list[str]) -> int:
     """Run Snakemake with ``snakemake_args``, first clearing a lock left by a killed run.
 
@@ -50,7 +84,8 @@ def run_snakemake(snakemake_args: list[str]) -> int:
     Raises
     ------
     dgpbench.commands.CommandError
-        If another ``dgpbench run`` is active in the same working directory.
+        If another ``dgpbench run`` is active in the same working directory, or Snakemake's
+        lock there is held by live processes.
     """
     workdir = _directory(snakemake_args)
     lock_path = workdir / ".snakemake" / "dgpbench-run.lock"
@@ -63,6 +98,13 @@ def run_snakemake(snakemake_args: list[str]) -> int:
             raise CommandError(f"another `dgpbench run` is active in {workdir}") from None
         locks = workdir / ".snakemake" / "locks"
         if locks.is_dir() and any(locks.iterdir()):
+            holders = lock_holders(workdir)
+            if holders:
+                raise CommandError(
+                    f"Snakemake's lock in {workdir} is live: processes still work there "
+                    f"({'; '.join(holders[:5])}). Wait for them or stop them; if they do not "
+                    "belong to a run, remove the lock with `snakemake --unlock`"
+                )
             log.warning("removing the Snakemake lock left by an interrupted run in %s", workdir)
             unlock = [a for a in snakemake_args if a not in ("-n", "--dry-run")]
             subprocess.run([*snakemake, *unlock, "--unlock"], check=True, stdout=subprocess.DEVNULL)
