@@ -56,6 +56,7 @@ DIGITS_TEST_FRACTION = 0.3
 DIGITS_SPLIT_SEED = 0
 
 _N_CLASSES = {"mnist": 10, "fashion-mnist": 10, "cifar10": 10, "emnist": 47, "digits": 10}
+_N_TEST = {"mnist": 10000, "fashion-mnist": 10000, "cifar10": 10000, "emnist": 18800, "digits": 539}
 _IMAGE_SHAPES = {
     "mnist": (1, 28, 28),
     "fashion-mnist": (1, 28, 28),
@@ -183,6 +184,28 @@ def n_classes(name: str, root: str | os.PathLike[str] | None = None) -> int:
     if name.startswith("npz:"):
         return _npz_n_classes(Path(name[4:]))
     return _N_CLASSES[name]
+
+
+def n_test_images(name: str) -> int | None:
+    """Return how many images the test split of data set ``name`` holds.
+
+    Built-in data sets have fixed splits (digits: the 539 images of its 30 % test part);
+    an ``npz:`` file is asked for the length of its ``y_test`` (None if it cannot be read:
+    loading it later gives the precise error).
+
+    Examples
+    --------
+    >>> n_test_images("mnist"), n_test_images("digits")
+    (10000, 539)
+    """
+    name = _check_name(name)
+    if name.startswith("npz:"):
+        try:
+            with _open_npz(Path(name[4:])) as store:
+                return len(_npz_array(store, Path(name[4:]), "y_test"))
+        except (OSError, ValueError, TypeError):
+            return None
+    return _N_TEST[name]
 
 
 def image_shape(name: str) -> tuple[int, int, int]:

@@ -320,8 +320,14 @@ def _tables(args: argparse.Namespace) -> None:
     from dgpbench import reporting
 
     records = reporting.pooled_records(_read_records(args.records), args.pool_deltas)
-    reporting.main_table(records, args.out_dir, methods=args.methods)
     ablation = [d for d in args.ablation_datasets if d != "none"]
+    missing = sorted(set(args.ablation_ns) - set(records["n"])) if ablation else []
+    if missing:
+        raise ValueError(
+            f"--ablation-ns {missing} are not among the sample sizes n of {args.records} "
+            f"({sorted(set(records['n']))}); the ablation table can only show computed n"
+        )
+    reporting.main_table(records, args.out_dir, methods=args.methods)
     reporting.ablation_tables(records, args.out_dir, ablation, ns_main=args.ablation_ns)
     reporting.calibration_table(records, args.out_dir, alpha=args.alpha)
     log.info("tables -> %s", args.out_dir)

@@ -195,3 +195,45 @@ def test_tables_rule_passes_the_configured_alpha(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     (tables,) = [c for c in shell_commands(proc.stdout) if c[1] == "tables"]
     assert tables[tables.index("--alpha") + 1] == "0.01"
+
+
+@pytest.mark.parametrize(
+    ("change", "keys"),
+    [
+        (
+            {"ablation": {"datasets": ["digits"], "methods": ["dgp"], "ns": [7]}},
+            ["ablation.ns", "protocol.ns"],
+        ),
+        ({"images": {"n_refs": 300, "n_test": 40, "seed": 112}}, ["protocol.ns", "images.n_test"]),
+        (
+            {"protocol": {"ns": [10, 600], "deltas": [0.5], "draws": 5}},
+            ["protocol.ns", "digits", "539"],
+        ),
+    ],
+)
+def test_inconsistent_keys_stop_the_run_before_any_job(tmp_path, change, keys):
+    # Earlier results stay: the run stops while reading the config, before Snakemake
+    # removes the outputs of the jobs it would rerun.
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    (tables / "table1_shift_detection.md").write_text("earlier table")
+    proc = snakemake(tmp_path, tiny_config(**change))
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    for key in keys:
+        assert key in out
+    assert "ufunc" not in out
+    assert (tables / "table1_shift_detection.md").read_text() == "earlier table"
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["tables"]
+
+
+def test_tables_refuses_ablation_ns_without_records(tmp_path, capsys):
+    records = tmp_path / "records.csv"
+    _records_file(records, [True, False])
+    out = tmp_path / "tables"
+    code = main(["tables", "--records", str(records), "--ablation-datasets", "digits",
+                 "--ablation-ns", "7", "--out-dir", str(out)])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--ablation-ns [7]" in err and "[10]" in err
+    assert not out.exists()

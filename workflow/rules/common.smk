@@ -4,11 +4,19 @@ import re
 import shlex
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from dgpbench.config import check_config, schema_error
 from dgpbench.naming import MODEL_ID_PATTERN, model_id, parse_model_id
 
-validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+try:
+    validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+except WorkflowError as exc:
+    # Snakemake's message prints the whole schema; name the key and the reason instead.
+    raise ValueError(schema_error(config, SCHEMA) or str(exc)) from None
+check_config(config)  # constraints across keys, before any job
 
 
 def _check_pool_deltas():

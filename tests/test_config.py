@@ -1,0 +1,75 @@
+"""Cross-key checks and short schema messages of the workflow configuration."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from _workflow import REPO, tiny_config
+
+from dgpbench.config import check_config, schema_error
+
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def _valid() -> dict:
+    config = tiny_config()
+    assert schema_error(config, SCHEMA) is None
+    return config
+
+
+def test_the_default_configs_pass():
+    for path in (REPO / "config.yaml", REPO / "config" / "paper.yaml"):
+        config = yaml.safe_load(path.read_text())
+        assert schema_error(config, SCHEMA) is None, path
+    check_config(_valid())
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "names"),
+    [
+        ("ablation", "ns", [10, 7], ["ablation.ns [7]", "protocol.ns"]),
+        ("images", "n_test", 20, ["images.n_test is 20", "n = 50"]),
+        ("protocol", "ns", [10, 540], ["digits", "539 test images"]),
+        ("protocol", "deltas", [0.5, 1.5], ["protocol.deltas [1.5]"]),
+        ("protocol", "deltas", [0.0], ["protocol.deltas [0.0]"]),
+    ],
+)
+def test_check_config_names_the_keys(section, key, value, names):
+    config = copy.deepcopy(_valid())
+    config[section][key] = value
+    with pytest.raises(ValueError, match="invalid configuration") as exc:
+        check_config(config)
+    for name in names:
+        assert name in str(exc.value)
+
+
+def test_check_config_counts_npz_test_images(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "d.npz"
+    np.savez(path, x_train=np.zeros((4, 2, 2)), y_train=np.zeros(4, int),
+             x_test=np.zeros((30, 2, 2)), y_test=np.zeros(30, int))  # fmt: skip
+    config = _valid()
+    config["datasets"] = [f"npz:{path}"]
+    with pytest.raises(ValueError, match=r"npz:.*d\.npz.*only 30 test images"):
+        check_config(config)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"metods": ["dgp"]}, "unknown config key metods; allowed: "),
+        ({"protocol": {"draws": "5"}}, "config key protocol.draws: '5' is not of type 'integer'"),
+        ({"protocol": {"draws:5": None}}, "unknown config key draws:5 in protocol"),
+        ({"models": {"hidden": [8], "layers": [2], "seeds": [0, 0]}}, "config key models.seeds"),
+    ],
+)
+def test_schema_errors_are_one_short_line(change, expected):
+    config = {**_valid(), **change}
+    message = schema_error(config, SCHEMA)
+    assert message.startswith(expected)
+    assert "\n" not in message and len(message) < 400
+    nested = "'5'" in expected or ":5" in expected
+    assert ("--configfile" in message) == nested
