@@ -22,7 +22,8 @@ Supported names (:data:`DATASETS`):
     and whose second axis has more is taken as channels-last and transposed); ``uint8``
     pixels are divided by 255, floating pixels must already lie in [0, 1]. Labels are
     non-negative integers; the number of classes is ``max(label) + 1`` over both splits,
-    or the scalar array ``n_classes`` when the file has one.
+    or the scalar array ``n_classes`` when the file has one, and every class below it must
+    occur (dense labels ``0..c-1``; a stray huge label would build a huge model).
 
 The files are parsed here rather than through torchvision's dataset classes so that a
 missing, truncated or corrupt file produces one clear error naming the file;
@@ -706,8 +707,26 @@ def _load_npz(path: Path, split: str) -> _Raw:
 
 
 def _npz_n_classes(path: Path) -> int:
+    """Number of classes of an npz data set; the labels must be dense class indices.
+
+    A model gets one output per class, so every class ``0..c-1`` must occur (in either
+    split): one stray label (say 10,000,000) would otherwise build a ten-million-class model.
+    """
     with _open_npz(path) as store:
-        if "n_classes" in store.files:
-            return int(_npz_array(store, path, "n_classes"))
-        ys = [_npz_array(store, path, k) for k in ("y_train", "y_test")]
-    return int(max(int(np.max(y)) for y in ys)) + 1
+        declared = int(_npz_array(store, path, "n_classes")) if "n_classes" in store.files else None
+        ys = {k: _npz_array(store, path, k).astype(np.int64) for k in ("y_train", "y_test")}
+    top = max(int(y.max()) for y in ys.values() if y.size)
+    c = top + 1 if declared is None else declared
+    if declared is not None and (declared < 1 or top >= declared):
+        raise ValueError(f"{path}: n_classes is {declared} but the labels reach {top}")
+    present = np.unique(np.concatenate(list(ys.values())))
+    if len(present) != c:
+        gaps = np.flatnonzero(present != np.arange(len(present)))
+        first = int(gaps[0]) if gaps.size else len(present)
+        raise ValueError(
+            f"{path}: labels must be the dense class indices 0..c-1, but y_train and y_test "
+            f"hold {len(present)} distinct labels for c = {c} classes (no image of class "
+            f"{first}; largest label {top}). Relabel them, e.g. with "
+            "numpy.unique(y, return_inverse=True)"
+        )
+    return c

@@ -324,7 +324,7 @@ def test_npz_uint8_grayscale(tmp_path):
         "x_train": rng.integers(0, 256, (6, 5, 4), dtype=np.uint8),
         "y_train": np.array([0, 1, 2, 0, 1, 2]),
         "x_test": rng.integers(0, 256, (3, 5, 4), dtype=np.uint8),
-        "y_test": np.array([2, 4, 0]),
+        "y_test": np.array([2, 3, 0]),
     }
     path = tmp_path / "own.npz"
     np.savez(path, **arrays)
@@ -332,8 +332,27 @@ def test_npz_uint8_grayscale(tmp_path):
     assert x.shape == (6, 1, 5, 4) and x.dtype == np.float32
     np.testing.assert_array_equal(x[:, 0], arrays["x_train"] / np.float32(255))
     np.testing.assert_array_equal(y, arrays["y_train"])
-    assert n_classes(f"npz:{path}") == 5  # max label over both splits + 1
+    assert n_classes(f"npz:{path}") == 4  # max label over both splits + 1
     assert data.image_shape(f"npz:{path}") == (1, 5, 4)
+
+
+@pytest.mark.parametrize(
+    ("y_train", "y_test", "declared", "match"),
+    [
+        ([0, 1, 0, 10_000_000], [1, 0], None, r"c = 10000001 classes \(no image of class 2"),
+        ([0, 1, 2, 0], [2, 4], None, "no image of class 3"),
+        ([0, 1, 1, 0], [1, 0], 10_000_000, "no image of class 2"),
+        ([0, 1, 2, 0], [2, 1], 2, "n_classes is 2 but the labels reach 2"),
+    ],
+)
+def test_npz_labels_must_be_dense(tmp_path, y_train, y_test, declared, match):
+    path = tmp_path / "own.npz"
+    extra = {} if declared is None else {"n_classes": np.array(declared)}
+    np.savez(path, x_train=np.zeros((4, 2, 2), np.uint8), y_train=np.array(y_train),
+             x_test=np.zeros((2, 2, 2), np.uint8), y_test=np.array(y_test), **extra)  # fmt: skip
+    with pytest.raises(ValueError, match=match) as exc:
+        n_classes(f"npz:{path}")
+    assert str(path) in str(exc.value)
 
 
 def test_npz_float_channels_last_and_first(tmp_path):
