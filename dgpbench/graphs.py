@@ -234,7 +234,8 @@ class MLPGraph:
             ``nn.Linear``, or if the model or one of its layers is a subclass that overrides
             ``forward`` (the graph is read from the layers, so that code would be ignored).
         ValueError
-            If the model has no ``nn.Linear`` or consecutive linear maps do not chain.
+            If the model has no ``nn.Linear``, consecutive linear maps do not chain, or
+            weights are on the meta device (not materialised).
         """
         if isinstance(model, MLPGraph):
             return model
@@ -250,6 +251,12 @@ class MLPGraph:
         for path, module in _flatten_sequential(model):
             if isinstance(module, nn.Linear):
                 _check_forward(module, nn.Linear, f"model layer {path}")
+                if module.weight.is_meta or (module.bias is not None and module.bias.is_meta):
+                    raise ValueError(
+                        f"model layer {path} (Linear) has no weights: its parameters are on "
+                        "the meta device (an unmaterialised model); load real weights first, "
+                        "e.g. model.to_empty(device='cpu') then model.load_state_dict(...)"
+                    )
                 with torch.no_grad():
                     w = module.weight.detach().to("cpu", torch.float32).numpy()
                     if module.bias is None:

@@ -48,6 +48,11 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     ------
     pathlib.Path
         Where the caller writes. It is removed if the block raises.
+
+    Raises
+    ------
+    OSError
+        As raised by the writer; one without a file name (a full disk) gets ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,6 +67,12 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     try:
         yield tmp_path
         os.replace(tmp_path, path)
+    except OSError as exc:
+        if exc.errno is None or exc.filename not in (None, str(tmp_path), tmp_path):
+            raise
+        # Writers report a full disk (ENOSPC) without a file name, or with the temporary
+        # one: name the output that could not be written.
+        raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from exc
     finally:
         tmp_path.unlink(missing_ok=True)
 

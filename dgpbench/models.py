@@ -37,6 +37,8 @@ import itertools
 import logging
 import math
 import os
+import pickle
+import re
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -375,6 +377,18 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
     return path
 
 
+_ACCEPTED = (
+    "Accepted: a checkpoint written by dgpbench.models.save_checkpoint or `dgpbench train`, "
+    "or the trained torch.nn.Sequential itself (load it in Python, then pass the module)"
+)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an error message (torch's unpickling errors run to a page)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[str, Any]]:
     """Load a checkpoint written by :func:`save_checkpoint` into a new network (eval mode).
 
@@ -401,16 +415,33 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[s
         unsupported version, or its weights do not match its architecture.
     """
     path = Path(path)
+    if path.is_dir():
+        found = sorted(p.name for p in path.glob("*.pt"))[:3]
+        hint = f" (it holds {', '.join(found)})" if found else ""
+        raise ValueError(f"checkpoint {path} is a directory{hint}: pass the .pt file itself")
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        # torch's weights-only reader refuses pickled classes (a whole module saved with
+        # torch.save(model)) instead of running their code; say what is accepted instead.
+        refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
+        if refused is None:
+            raise ValueError(f"cannot read checkpoint {path}: truncated or corrupt") from exc
+        raise ValueError(
+            f"{path} is not a dgpbench checkpoint: it stores pickled Python objects "
+            f"({refused[1]}; e.g. a whole model saved with torch.save(model)), which dgpbench "
+            f"never unpickles. {_ACCEPTED}"
+        ) from exc
     except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as exc:
         raise ValueError(f"cannot read checkpoint {path}: truncated or corrupt ({exc})") from exc
     except Exception as exc:  # weights_only unpickling errors have no stable type
-        raise ValueError(f"cannot read checkpoint {path}: {exc}") from exc
+        raise ValueError(f"cannot read checkpoint {path}: {_first_line(exc)}") from exc
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a dgpbench MLP checkpoint (missing format tag)")
+        raise ValueError(
+            f"{path} is not a dgpbench MLP checkpoint (missing format tag). {_ACCEPTED}"
+        )
     if payload.get("version") != CHECKPOINT_VERSION:
         raise ValueError(
             f"{path} has checkpoint version {payload.get('version')!r}; "

@@ -68,6 +68,28 @@ def lock_holders(workdir: str | os.PathLike[str]) -> list[str]:
     return holders
 
 
+def _check_config_overrides(snakemake_args: list[str]) -> None:
+    """Refuse ``--config a.b=1``: Snakemake sets only top-level keys there (and answers a
+    dotted key with a traceback)."""
+    in_config = False
+    for arg in snakemake_args:
+        if arg in ("--config", "-C"):
+            in_config = True
+            continue
+        if arg.startswith("--config="):
+            arg, in_config = arg.removeprefix("--config="), False
+        elif arg.startswith("-") or not in_config:
+            in_config = False
+            continue
+        key = arg.partition("=")[0]
+        if "." in key or "[" in key:
+            raise CommandError(
+                f"--config {arg}: --config sets top-level keys only and {key!r} is nested; "
+                "put nested keys in a second --configfile, e.g. a YAML file with "
+                "`protocol: {draws: 50}`"
+            )
+
+
 def run_snakemake(snakemake_args: list[str]) -> int:
     """Run Snakemake with ``snakemake_args``, first clearing a lock left by a killed run.
 
@@ -87,6 +109,7 @@ def run_snakemake(snakemake_args: list[str]) -> int:
         If another ``dgpbench run`` is active in the same working directory, or Snakemake's
         lock there is held by live processes.
     """
+    _check_config_overrides(snakemake_args)
     workdir = _directory(snakemake_args)
     lock_path = workdir / ".snakemake" / "dgpbench-run.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,16 @@ from dgpbench.naming import ModelId, feature_key, parse_feature_key, parse_model
 log = logging.getLogger(__name__)
 
 
+def _require(arrays: dict[str, np.ndarray], path: str, keys: list[str], made_by: str) -> None:
+    """Name the file and what it should hold when arrays are missing (not a bare KeyError)."""
+    missing = [k for k in keys if k not in arrays]
+    if missing:
+        raise ValueError(
+            f"{path} has no array {', '.join(map(repr, missing))} (it has {sorted(arrays)}); "
+            f"expected the output of `dgpbench {made_by}`"
+        )
+
+
 def _positive_int(text: str) -> int:
     """An argparse type; argparse names the option in the error."""
     try:
@@ -121,7 +131,9 @@ def _corrupt(args: argparse.Namespace) -> None:
     from dgpbench.corruptions import corrupt, corruption_code
 
     code = corruption_code(args.corruption)
-    x_test = load_npz(args.images)["x_test"]
+    images = load_npz(args.images)
+    _require(images, args.images, ["x_test"], "images")
+    x_test = images["x_test"]
     arrays = {
         f"intensity_{i}": corrupt(x_test, code, i, dataset=args.dataset, seed=args.seed)
         for i in args.intensities
@@ -156,10 +168,12 @@ def _features(args: argparse.Namespace) -> None:
     from dgpbench.models import torch_threads
 
     clean = load_npz(args.clean)
+    _require(clean, args.clean, ["x_ref", "y_ref", "x_test"], "images")
     # Read every input before the (long) computation, so a bad file fails at once.
     sets = {"clean": clean["x_test"]}
     for path in args.corrupted:
         arrays = load_npz(path)
+        _require(arrays, path, ["corruption"], "corrupt")
         code = str(arrays.pop("corruption"))
         sets.update(
             {feature_key(code, int(key.removeprefix("intensity_"))): x for key, x in arrays.items()}
@@ -215,6 +229,7 @@ def _detect(args: argparse.Namespace) -> None:
     from dgpbench.protocol import bootstrap_detection
 
     feats = load_npz(args.features)
+    _require(feats, args.features, ["clean"], "features")
     clean = feats.pop("clean")
     feats.pop("classes", None)
     common = {
