@@ -53,6 +53,7 @@ def test_data_root_is_quoted_and_arrives_intact(tmp_path):
     config = tiny_config(
         datasets=["mnist"], data_root=str(root), images={"n_refs": 10, "n_test": 10, "seed": 1}
     )
+    config["protocol"]["ns"] = [5, 10]
     proc = snakemake(workdir, config, "results/images/mnist/clean.npz")
     log = workdir / "results" / "logs" / "images" / "mnist.log"
     assert proc.returncode == 0, proc.stderr[-2000:] + (log.read_text() if log.exists() else "")
@@ -158,6 +159,7 @@ def test_a_changed_npz_file_reruns_the_jobs_that_read_it(tmp_path):
     data = tmp_path / "my_data.npz"
     _write_npz_dataset(data, seed=0)
     config = tiny_config(datasets=[f"npz:{data}"], images={"n_refs": 10, "n_test": 10, "seed": 1})
+    config["protocol"]["ns"] = [5, 10]
     config["analysis"]["datasets"] = [f"npz:{data}"]
     clean = "results/images/npz-my_data/clean.npz"
     proc = snakemake(tmp_path, config, clean)
