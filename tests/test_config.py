@@ -64,6 +64,13 @@ def test_check_config_counts_npz_test_images(tmp_path):
         ({"protocol": {"draws": "5"}}, "config key protocol.draws: '5' is not of type 'integer'"),
         ({"protocol": {"draws:5": None}}, "unknown config key draws:5 in protocol"),
         ({"models": {"hidden": [8], "layers": [2], "seeds": [0, 0]}}, "config key models.seeds"),
+        ({"models": {"hidden": [8, 8], "layers": [2], "seeds": [0]}}, "config key models.hidden"),
+        ({"models": {"hidden": [8], "layers": [2, 2], "seeds": [0]}}, "config key models.layers"),
+        ({"protocol": {"ns": [10, 10]}}, "config key protocol.ns: [10, 10] has non-unique"),
+        ({"protocol": {"deltas": [0.5, 0.5]}}, "config key protocol.deltas"),
+        ({"ablation": {"ns": [10, 10]}}, "config key ablation.ns"),
+        ({"datasets": ["digits", "digits"]}, "config key datasets"),
+        ({"intensities": [6, 6]}, "config key intensities"),
     ],
 )
 def test_schema_errors_are_one_short_line(change, expected):

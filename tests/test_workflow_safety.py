@@ -98,7 +98,7 @@ def _nested(key: str, value) -> dict:
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("models.seeds", [0, 0]), ("protocol.ns", [10, 10]), ("protocol.deltas", [0.5, 0.5])],
+    [("models.seeds", [0, 0])],  # every other grid list: tests/test_config.py
 )
 def test_duplicate_grid_values_stop_the_run(tmp_path, key, value):
     proc = snakemake(tmp_path, _nested(key, value), "-n")
@@ -206,11 +206,7 @@ def test_tables_rule_passes_the_configured_alpha(tmp_path):
             {"ablation": {"datasets": ["digits"], "methods": ["dgp"], "ns": [7]}},
             ["ablation.ns", "protocol.ns"],
         ),
-        ({"images": {"n_refs": 300, "n_test": 40, "seed": 112}}, ["protocol.ns", "images.n_test"]),
-        (
-            {"protocol": {"ns": [10, 600], "deltas": [0.5], "draws": 5}},
-            ["protocol.ns", "digits", "539"],
-        ),
+        # the other cross-key checks: tests/test_config.py
     ],
 )
 def test_inconsistent_keys_stop_the_run_before_any_job(tmp_path, change, keys):
