@@ -66,10 +66,18 @@ def test_every_config_string_reaches_the_shell_as_one_word(tmp_path):
     config = tiny_config(data_root=f"/x y/{hostile}")
     config["analysis"]["size"]["distributions"] = ["uniform", hostile]
     config["analysis"]["early_stopping"]["heatmap"] = {"dataset": [f"npz:/d/{hostile}.npz"]}
+    published = tmp_path / f"{hostile}.csv"
+    published.write_text("")
+    config["report"] = {
+        "pool_deltas": [0.5],
+        "published_table1": str(published),
+        "comparison_delta_sets": {"half": [0.5]},
+    }
     targets = [
         "results/images/digits/clean.npz",
         "results/analysis/size/grid.csv",
         "results/analysis/early_stopping/grid.csv.gz",
+        "results/tables/comparison_table1.md",
     ]
     proc = snakemake(tmp_path, config, "-n", "-p", *targets)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -82,6 +90,9 @@ def test_every_config_string_reaches_the_shell_as_one_word(tmp_path):
     assert size[size.index("--distributions") + 1 : size.index("--sizes")] == ["uniform", hostile]
     es = commands["early-stopping"]
     assert es[es.index("--heatmap-where") + 1] == f"dataset=npz:/d/{hostile}.npz"
+    compare = commands["compare"]
+    assert compare[compare.index("--published") + 1] == str(published)
+    assert compare[compare.index("--delta-set") + 1] == "half=0.5"
     assert not list(tmp_path.rglob("pwned"))
 
 

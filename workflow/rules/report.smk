@@ -92,11 +92,11 @@ rule compare:
         f"{RESULTS}/tables/comparison_table1_summary.csv",
     params:
         pool=join(config["report"]["pool_deltas"]),
-        sets=join(
-            f"--delta-set {label}={','.join(str(d) for d in deltas)}"
+        sets=" ".join(
+            f"--delta-set {shlex.quote(label + '=' + ','.join(str(d) for d in deltas))}"
             for label, deltas in comparison_sets().items()
         ),
-        published=join(f"--published {shlex.quote(p)}" for p in published_table1()),
+        published=" ".join(f"--published {shlex.quote(p)}" for p in published_table1()),
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
     resources:
