@@ -672,7 +672,12 @@ def _load_npz(path: Path, split: str) -> _Raw:
     with _open_npz(path) as store:
         x = _npz_array(store, path, f"x_{split}")
         y = _npz_array(store, path, f"y_{split}")
-    where = f"{path}:x_{split}"
+    x = _npz_images(x, f"{path}:x_{split}")
+    return _Raw(x, _npz_labels(y, len(x), f"{path}:y_{split}"))
+
+
+def _npz_images(x: np.ndarray, where: str) -> np.ndarray:
+    """Images of an ``.npz`` as float32 ``(N, C, H, W)`` in [0, 1] (``where`` names them)."""
     if x.ndim == 3:
         x = x[:, None, :, :]
     elif x.ndim == 4:
@@ -683,27 +688,84 @@ def _load_npz(path: Path, split: str) -> _Raw:
         raise ValueError(f"{where} must have shape (N, H, W) or (N, C, H, W), got {x.shape}")
     if len(x) == 0:
         raise ValueError(f"{where} is empty")
-    if x.dtype != np.uint8:
-        if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
-            raise ValueError(f"{where} must be uint8 or floating, got {x.dtype}")
-        x = x.astype(np.float32)
-        if not np.isfinite(x).all():
-            raise ValueError(f"{where} contains NaN or inf")
-        lo, hi = float(x.min()), float(x.max())
-        if lo < 0.0 or hi > 1.0:
-            raise ValueError(
-                f"{where} has values in [{lo}, {hi}]; non-uint8 images must lie in [0, 1] "
-                "(store 0-255 pixels as uint8, or divide by 255)"
-            )
-    if y.ndim != 1 or len(y) != len(x):
-        raise ValueError(f"{path}:y_{split} must have shape ({len(x)},), got {y.shape}")
+    if x.dtype == np.uint8:
+        return np.ascontiguousarray(x)
+    if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
+        raise ValueError(f"{where} must be uint8 or floating, got {x.dtype}")
+    x = x.astype(np.float32)
+    if not np.isfinite(x).all():
+        raise ValueError(f"{where} contains NaN or inf")
+    lo, hi = float(x.min()), float(x.max())
+    if lo < 0.0 or hi > 1.0:
+        raise ValueError(
+            f"{where} has values in [{lo}, {hi}]; non-uint8 images must lie in [0, 1] "
+            "(store 0-255 pixels as uint8, or divide by 255)"
+        )
+    return np.ascontiguousarray(x)
+
+
+def _npz_labels(y: np.ndarray, n: int, where: str) -> np.ndarray:
+    """Labels of an ``.npz`` as int64 ``(n,)``, non-negative (``where`` names them)."""
+    if y.ndim != 1 or len(y) != n:
+        raise ValueError(f"{where} must have shape ({n},), got {y.shape}")
     if not np.issubdtype(y.dtype, np.integer):
         if not np.issubdtype(y.dtype, np.floating) or not np.array_equal(y, np.round(y)):
-            raise ValueError(f"{path}:y_{split} must hold integer labels, got {y.dtype}")
+            raise ValueError(f"{where} must hold integer labels, got {y.dtype}")
     y = y.astype(np.int64)
     if y.min() < 0:
-        raise ValueError(f"{path}:y_{split} has negative labels")
-    return _Raw(np.ascontiguousarray(x), y)
+        raise ValueError(f"{where} has negative labels")
+    return y
+
+
+def load_npz_images(
+    path: str | os.PathLike[str], *, labels: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Read one image batch from an ``.npz`` with array ``x`` (and ``y`` if ``labels``).
+
+    Images follow the rules of the ``npz:`` data sets: ``(N, H, W)``, ``(N, C, H, W)`` or
+    channels-last ``(N, H, W, C)``; ``uint8`` pixels are divided by 255, floating pixels
+    must lie in [0, 1]. Labels are non-negative integers, one per image.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.npz`` file.
+    labels : bool, default=False
+        Also read and return the labels ``y``.
+
+    Returns
+    -------
+    x : ndarray of float32, shape (N, C, H, W)
+        The images in [0, 1].
+    y : ndarray of int64, shape (N,)
+        The labels (only if ``labels``).
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        On an unreadable file, a missing array or an invalid shape, dtype or value, naming
+        the file and the array.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"{path} does not exist (expected a .npz file with array 'x')")
+    try:
+        store = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"cannot read {path}: not an .npz file, or truncated ({exc})") from exc
+    if not hasattr(store, "files"):  # np.load returns a bare array for a .npy file
+        raise ValueError(f"{path} is a single array, not an .npz file with array 'x'")
+    with store:
+        x = _npz_array(store, path, "x")
+        y = _npz_array(store, path, "y") if labels else None
+    x = _npz_images(x, f"{path}:x")
+    if x.dtype == np.uint8:
+        x = x.astype(np.float32) / np.float32(255.0)  # as the data sets (torchvision's ToTensor)
+    if y is None:
+        return x
+    return x, _npz_labels(y, len(x), f"{path}:y")
 
 
 def _npz_n_classes(path: Path) -> int:

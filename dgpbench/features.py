@@ -27,7 +27,10 @@ Raw representations:
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
+import re
 from numbers import Integral
 from typing import Any, ClassVar
 
@@ -47,6 +50,7 @@ __all__ = [
     "MAGDiffFeatures",
     "SoftmaxFeatures",
     "TUFeatures",
+    "load_method_class",
     "make_features",
 ]
 
@@ -114,7 +118,12 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         "model": "no_validation",
         "representation": [StrOptions({"distances", "raw"})],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Interval(Integral, 1, None, closed="left"), None],
+        # joblib's convention: -1 = all cores, -2 = all but one; 0 is meaningless
+        "n_jobs": [
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Integral, None, -1, closed="right"),
+            None,
+        ],
         "progress": ["boolean"],
     }
 
@@ -138,6 +147,13 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         """Raw representation of ``X`` as a list of blocks (one per layer for TU)."""
         raise NotImplementedError
 
+    def _predict_classes(self, X: np.ndarray) -> np.ndarray:
+        """The model's predicted class (argmax of its outputs) of every row of ``X``."""
+        bs = self.batch_size
+        return np.concatenate(
+            [self.graph_.forward(X[i : i + bs]).argmax(axis=1) for i in range(0, len(X), bs)]
+        )
+
     # -- scikit-learn API ------------------------------------------------------------------
     def _raw_names(self) -> list[str]:
         """Names of the raw representation's columns."""
@@ -157,16 +173,19 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         return out
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, y: Any) -> _MLPFeatures:
-        """Store the per-class mean raw representations of labelled reference images.
+    def fit(self, X: Any, y: Any = None) -> _MLPFeatures:
+        """Store the per-class mean raw representations of reference images.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
-            Labelled reference images (the paper uses 1000 training images), in the scale the
+            Reference images (the paper uses 1000 labelled training images), in the scale the
             model was trained on ([0, 1] for dgpbench models).
-        y : array-like of shape (n_samples,)
-            Class labels.
+        y : array-like of shape (n_samples,), default=None
+            Class labels. ``None`` groups the images by the model's predicted class
+            (``argmax`` of its outputs) instead: a departure from the paper, which uses true
+            labels, for users without labelled references. Classes the model never predicts
+            on ``X`` then get no mean (and no distance column).
 
         Returns
         -------
@@ -175,7 +194,11 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         """
         module, self.input_shape_ = _load_model(self.model)
         self.graph_ = MLPGraph.from_module(module)
-        X, y = self._validate_input(X, y, reset=True)
+        if y is None:
+            X = self._validate_input(X, reset=True)
+            y = self._predict_classes(X)
+        else:
+            X, y = self._validate_input(X, y, reset=True)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         blocks = self._raw_blocks(X)
         self.class_means_ = [
@@ -237,7 +260,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
+        tags.target_tags.required = False  # fit(X) uses the model's predicted classes
         tags.input_tags.allow_nan = False
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
@@ -266,7 +289,9 @@ class DGPFeatures(_MLPFeatures):
     batch_size : int, default=256
         Samples per chunk (bounds memory).
     n_jobs : int or None, default=None
-        Threads for the compiled kernels (None: all cores).
+        Threads for the compiled kernels, as in scikit-learn: ``-1`` = all cores, ``-2`` =
+        all but one, ``k >= 1`` = ``k`` threads, ``None`` = the current numba setting (all
+        cores unless an enclosing scope set fewer).
     progress : bool, default=False
         Show a tqdm progress bar.
 
@@ -362,7 +387,7 @@ class TUFeatures(_MLPFeatures):
     batch_size : int, default=256
         Samples per chunk.
     n_jobs : int or None, default=None
-        Threads for the compiled kernels.
+        Threads for the compiled kernels (``-1`` = all cores; see :class:`DGPFeatures`).
     progress : bool, default=False
         Show a tqdm progress bar.
 
@@ -612,17 +637,89 @@ METHODS: dict[str, tuple[type[_MLPFeatures], dict[str, Any], str]] = {
 }
 
 
-def make_features(method: str, model: Any, **params: Any) -> _MLPFeatures:
+# A custom method: ``package.module:ClassName`` (Python identifiers, dotted module path).
+_CUSTOM_RE = re.compile(r"(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<name>[A-Za-z_]\w*)")
+
+
+def load_method_class(spec: str) -> type:
+    """Import a custom feature method ``package.module:ClassName`` and check its contract.
+
+    The class must be a scikit-learn style transformer constructed as
+    ``ClassName(model=..., **params)`` with ``fit(X, y)`` and ``transform(X)``, like the
+    built-in methods. Importing runs the module's code: name only modules you trust.
+
+    Parameters
+    ----------
+    spec : str
+        ``package.module:ClassName``; the module must be importable (installed, or on
+        ``PYTHONPATH``).
+
+    Returns
+    -------
+    type
+        The class.
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` is malformed, the module cannot be imported, it has no such class, or the
+        class is not a transformer taking a ``model`` argument.
+
+    Examples
+    --------
+    >>> load_method_class("dgpbench.features:DGPFeatures").__name__
+    'DGPFeatures'
+    >>> load_method_class("dgpbench.features:make_features")
+    Traceback (most recent call last):
+    ...
+    ValueError: method 'dgpbench.features:make_features': make_features is not a class
+    """
+    match = _CUSTOM_RE.fullmatch(spec)
+    if match is None:
+        raise ValueError(
+            f"method {spec!r} is neither a built-in method ({', '.join(METHODS)}) nor "
+            "'package.module:ClassName'"
+        )
+    try:
+        module = importlib.import_module(match["module"])
+    except ImportError as exc:
+        raise ValueError(
+            f"method {spec!r}: cannot import module {match['module']!r} ({exc}); install it "
+            "or add its folder to PYTHONPATH"
+        ) from exc
+    cls = getattr(module, match["name"], None)
+    if cls is None:
+        raise ValueError(f"method {spec!r}: module {match['module']!r} has no {match['name']!r}")
+    if not isinstance(cls, type):
+        raise ValueError(f"method {spec!r}: {match['name']} is not a class")
+    missing = [m for m in ("fit", "transform") if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ValueError(
+            f"method {spec!r}: {cls.__name__} is not a transformer (no {' or '.join(missing)})"
+        )
+    params = inspect.signature(cls).parameters
+    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if "model" not in params and not takes_kwargs:
+        raise ValueError(
+            f"method {spec!r}: {cls.__name__} must be constructed as "
+            f"{cls.__name__}(model=..., **params), but it takes no 'model' argument"
+        )
+    return cls
+
+
+def make_features(method: str, model: Any, **params: Any) -> Any:
     """Build the transformer of a named method (``softmax``, ``tu``, ``tu_norm``, ...).
 
     Parameters
     ----------
     method : str
-        A key of :data:`METHODS`.
+        A key of :data:`METHODS`, or a custom method ``package.module:ClassName`` (see
+        :func:`load_method_class`).
     model : torch.nn.Sequential or path-like
         The trained MLP.
     **params
-        Further constructor parameters (``batch_size``, ``n_jobs``, ``progress``).
+        Further constructor parameters (``batch_size``, ``n_jobs``, ``progress``). A custom
+        class receives those of them its constructor accepts.
 
     Returns
     -------
@@ -632,9 +729,18 @@ def make_features(method: str, model: Any, **params: Any) -> _MLPFeatures:
     Raises
     ------
     ValueError
-        If ``method`` is unknown.
+        If ``method`` is unknown, or a custom method fails :func:`load_method_class`.
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
-    cls, fixed, _ = METHODS[method]
-    return cls(model, **fixed, **params)
+    if method in METHODS:
+        cls, fixed, _ = METHODS[method]
+        return cls(model, **fixed, **params)
+    if ":" not in method:
+        raise ValueError(
+            f"unknown method {method!r}; choose from {sorted(METHODS)} or give a custom "
+            "method as 'package.module:ClassName'"
+        )
+    cls = load_method_class(method)
+    accepted = inspect.signature(cls).parameters
+    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+    kept = {k: v for k, v in params.items() if takes_kwargs or k in accepted}
+    return cls(model=model, **kept)

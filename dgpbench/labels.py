@@ -45,5 +45,27 @@ def dataset_label(dataset: object) -> str:
 
 
 def method_label(method: str) -> str:
-    """Display name of a method (``"dgp_nonorm"`` -> ``"DGP (- norm)"``)."""
-    return METHOD_LABELS.get(method, method)
+    """Display name of a method (``"dgp_nonorm"`` -> ``"DGP (- norm)"``).
+
+    A custom method ``package.module:ClassName`` shows as ``ClassName``.
+
+    Examples
+    --------
+    >>> method_label("dgp_nonorm"), method_label("my_methods:LogitFeatures")
+    ('DGP (- norm)', 'LogitFeatures')
+    """
+    if method in METHOD_LABELS:
+        return METHOD_LABELS[method]
+    return method.rpartition(":")[2]
+
+
+def method_order(methods: object) -> list[str]:
+    """The methods present in ``methods``: the paper's in table order, then custom ones sorted.
+
+    Examples
+    --------
+    >>> method_order(["my:M", "dgp", "softmax", "dgp"])
+    ['softmax', 'dgp', 'my:M']
+    """
+    present = set(methods)
+    return [m for m in METHOD_LABELS if m in present] + sorted(present - set(METHOD_LABELS))

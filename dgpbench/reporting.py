@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dgpbench.io import save_figure, write_csv, write_text
-from dgpbench.labels import METHOD_LABELS, dataset_label, method_label
+from dgpbench.labels import dataset_label, method_label, method_order
 from dgpbench.protocol import detection_ratio
 from dgpbench.tables import tex_escape, to_latex, to_markdown
 
@@ -144,7 +144,7 @@ def _labelled(cells: pd.DataFrame) -> pd.DataFrame:
     """Replace codes by display labels, keeping a deterministic row/column order."""
     cells = cells.copy()
     if "method" in cells:
-        order = [m for m in METHOD_LABELS if m in set(cells["method"])]
+        order = method_order(cells["method"])
         cells["Method"] = pd.Categorical(
             cells["method"].map(method_label), [method_label(m) for m in order]
         )

@@ -145,12 +145,14 @@ def _corrupt(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------------
 # features
 # --------------------------------------------------------------------------------------------
+_METHOD_HELP = (
+    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, or a custom transformer "
+    "'package.module:ClassName' (importing it runs its code)"
+)
+
+
 def _features_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--method",
-        required=True,
-        help="softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm",
-    )
+    p.add_argument("--method", required=True, help=_METHOD_HELP)
     p.add_argument("--model", required=True, help="model checkpoint (.pt)")
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
@@ -187,7 +189,8 @@ def _features(args: argparse.Namespace) -> None:
             key: est.transform(x)
             for key, x in tqdm(sets.items(), desc=f"features {args.method}", disable=None)
         }
-    save_npz(args.out, classes=est.classes_, **feats)
+    classes = getattr(est, "classes_", np.unique(clean["y_ref"]))  # custom methods may lack it
+    save_npz(args.out, classes=classes, **feats)
     log.info(
         "%s features of %d image sets %s -> %s",
         args.method,
@@ -195,6 +198,85 @@ def _features(args: argparse.Namespace) -> None:
         feats["clean"].shape,
         args.out,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# score: one real batch from the command line
+# --------------------------------------------------------------------------------------------
+def _score_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="model checkpoint (.pt)")
+    p.add_argument("--refs", required=True, help=".npz with labelled images x, y: class means")
+    p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
+    p.add_argument("--batch", required=True, help=".npz with images x: the batch under test")
+    p.add_argument("--method", default="dgp", help=_METHOD_HELP + " (default: dgp)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
+    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.epilog = "Exit status: 0 = no shift, 1 = shift detected, 2 = error (message on stderr)."
+
+
+def _score(args: argparse.Namespace) -> int:
+    import json
+
+    from dgpbench.data import load_npz_images
+    from dgpbench.detection import KSShiftDetector
+    from dgpbench.features import make_features
+    from dgpbench.models import torch_threads
+
+    # Every file is read (and checked) before the model runs, so a bad one fails at once.
+    x_refs, y_refs = load_npz_images(args.refs, labels=True)
+    x_clean = load_npz_images(args.clean)
+    x_batch = load_npz_images(args.batch)
+    correction = None if args.correction == "none" else args.correction
+    detector = KSShiftDetector(alpha=args.alpha, correction=correction)
+    with torch_threads(args.threads):
+        feats = make_features(
+            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
+        )
+        feats.fit(x_refs, y_refs)
+        detector.fit(feats.transform(x_clean))
+        result = detector.test(feats.transform(x_batch))
+    names = (
+        feats.get_feature_names_out()
+        if hasattr(feats, "get_feature_names_out")
+        else [f"feature{k}" for k in range(result.n_features)]
+    )
+    table = pd.DataFrame(
+        {
+            "feature": [str(n) for n in names],
+            "statistic": result.distance,
+            "p_value": result.p_val,
+            "p_value_adjusted": result.p_val_adjusted,
+            "rejected": result.p_val < result.threshold,
+        }
+    )
+    summary = {
+        "shift": bool(result.is_drift),
+        "min_p_value_adjusted": result.min_p_val_adjusted,
+        "threshold": float(result.threshold),
+        "alpha": args.alpha,
+        "correction": args.correction,
+        "method": args.method,
+        "n_refs": len(x_refs),
+        "n_clean": result.n_ref,
+        "n_batch": result.n,
+    }
+    if args.json:
+        print(json.dumps({**summary, "features": table.to_dict(orient="records")}, indent=2))
+    else:
+        verdict = "SHIFT" if result.is_drift else "no shift"
+        print(
+            f"{verdict}: smallest adjusted p-value {result.min_p_val_adjusted:.4g} "
+            f"(alpha {args.alpha:g}, correction {args.correction}, {result.n_features} features)"
+        )
+        print(
+            f"method {args.method}; {len(x_refs)} reference, {result.n_ref} clean and "
+            f"{result.n} test images\n"
+        )
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 1 if result.is_drift else 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -429,6 +511,11 @@ SUBCOMMANDS.update(
         ),
         "features": ("Fit a feature method and featurise image sets.", _features_args, _features),
         "detect": ("Run the bootstrap detection protocol on features.", _detect_args, _detect),
+        "score": (
+            "Test one batch of images for covariate shift (exit 0 = no shift, 1 = shift).",
+            _score_args,
+            _score,
+        ),
         "aggregate": ("Concatenate bootstrap records.", _aggregate_args, _aggregate),
         "tables": ("Write the paper's tables (CSV, Markdown, LaTeX).", _tables_args, _tables),
         "figures": ("Write the detection-ratio figures (PNG, PDF).", _figures_args, _figures),
