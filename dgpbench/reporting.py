@@ -6,7 +6,12 @@ method, corruption, intensity, n, delta, draw, rejected`` (``corruption == "none
 mean of ``rejected`` over models x intensities x deltas x draws (the paper's aggregation);
 :func:`pooled_records` selects the deltas to pool (the workflow's ``report.pool_deltas``).
 The CSV versions add a 95% Wilson score interval that treats every draw as an independent
-Bernoulli trial (draws share images and models, so read it as a lower bound on uncertainty).
+Bernoulli trial (draws share images and models, so read it as a lower bound on uncertainty);
+the figures draw it as a band.
+
+Threshold-free views use the smallest per-feature p-value of every draw (``min_p``): the
+AUROC table separates clean from shifted batches by it, and the calibration figure compares
+its clean-vs-clean distribution with the uniform one.
 """
 
 from __future__ import annotations
@@ -267,8 +272,7 @@ def calibration_table(
     ``alpha`` is the significance level the records were computed with (the protocol's
     ``alpha``); the caption states it, as the rates should lie near it.
     """
-    rec = records[(records["delta"] == 0) | (records["corruption"] == "none")]
-    cells = detection_cells(rec, ["dataset", "n", "method"])
+    cells = detection_cells(clean_records(records), ["dataset", "n", "method"])
     cells["best"] = False
     cells["star"] = False
     cells = _labelled(cells)
@@ -279,6 +283,79 @@ def calibration_table(
         Path(out_dir) / "table_appendix_calibration",
         title=f"False detection rate (%) on clean batches (alpha = {100 * alpha:g}%)",
         label="tab:appendix:additional:onp:calibration",
+    )
+    return cells
+
+
+def clean_records(records: pd.DataFrame) -> pd.DataFrame:
+    """Records of clean-vs-clean calibration draws (delta = 0)."""
+    return records[(records["delta"] == 0) | (records["corruption"] == "none")]
+
+
+def auroc_cells(records: pd.DataFrame, methods: Sequence[str] | None = None) -> pd.DataFrame:
+    """AUROC of clean-vs-shifted batches scored by their smallest p-value.
+
+    Per (data set, method, corruption, n), the shifted draws (delta > 0, every model,
+    intensity and delta pooled, as in the detection tables) are the positives and the
+    calibration draws of the same data set, method and n (every model) the negatives; a
+    smaller ``min_p`` means "more shifted". ``sklearn.metrics.roc_auc_score`` counts ties as
+    half. 1 = every shifted batch has a smaller p-value than every clean one; 0.5 = chance.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    shifted, clean = shift_records(records), clean_records(records)
+    if methods is not None:
+        shifted = shifted[shifted["method"].isin(methods)]
+    negatives = {key: g["min_p"].to_numpy() for key, g in clean.groupby(["dataset", "method", "n"])}
+    rows = []
+    for (dataset, method, corruption, n), pos in shifted.groupby(
+        ["dataset", "method", "corruption", "n"]
+    ):
+        neg = negatives.get((dataset, method, n))
+        if neg is None or len(neg) == 0:
+            continue  # no calibration draws for this cell (run with --no-calibration)
+        p = np.concatenate([pos["min_p"].to_numpy(), neg])
+        label = np.r_[np.ones(len(pos), dtype=int), np.zeros(len(neg), dtype=int)]
+        rows.append(
+            dict(
+                dataset=dataset,
+                method=method,
+                corruption=corruption,
+                n=n,
+                auroc=float(roc_auc_score(label, -p)),
+                n_shifted=len(pos),
+                n_clean=len(neg),
+            )
+        )
+    return pd.DataFrame(
+        rows, columns=["dataset", "method", "corruption", "n", "auroc", "n_shifted", "n_clean"]
+    )
+
+
+def auroc_table(
+    records: pd.DataFrame, out_dir: str | os.PathLike, methods: Sequence[str] = MAIN_METHODS
+) -> pd.DataFrame:
+    """AUROC table (threshold-free): rows n x method, columns data set x corruption."""
+    stem = Path(out_dir) / "table_auroc"
+    title = "AUROC of clean vs. shifted batches scored by the smallest KS p-value; bold = best"
+    cells = auroc_cells(records, methods)
+    if cells.empty:
+        write_empty_table(stem, title=title, note="No calibration (delta = 0) draws to compare.")
+        return cells
+    rounded = cells["auroc"].round(3)
+    group = [cells[g] for g in ("dataset", "corruption", "n")]
+    cells["best"] = rounded == rounded.groupby(group).transform("max")
+    cells = _labelled(cells)
+    text = cells["auroc"].map(lambda v: f"{v:.3f}")
+    md = pd.Series(np.where(cells["best"], "**" + text + "**", text), index=cells.index)
+    tex = pd.Series(np.where(cells["best"], r"\textbf{" + text + "}", text), index=cells.index)
+    rows, cols = ["n", "Method"], ["Dataset", "Corruption"]
+    long = cells[["dataset", "corruption", "n", "method", "auroc", "n_shifted", "n_clean"]]
+    write_csv(stem.with_suffix(".csv"), long.assign(auroc=long["auroc"].round(6)))
+    write_text(stem.with_suffix(".md"), to_markdown(_pivot(cells, rows, cols, md), title))
+    write_text(
+        stem.with_suffix(".tex"),
+        to_latex(_pivot(cells, rows, cols, tex), tex_escape(title), "tab:auroc"),
     )
     return cells
 
@@ -309,12 +386,15 @@ def _lineplot_grid(
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="paper")
+    labels = list(cells["Method"].cat.categories)
+    palette = dict(zip(labels, sns.color_palette(n_colors=len(labels)), strict=True))
     grid = sns.relplot(
         data=cells,
         x="n",
         y="ratio_pct",
         hue="Method",
         style="Method",
+        palette=palette,
         row=row,
         col=col,
         kind="line",
@@ -324,6 +404,16 @@ def _lineplot_grid(
         aspect=1.2,
         facet_kws={"sharey": True, "margin_titles": True},
     )
+
+    def wilson_band(data: pd.DataFrame, **_: object) -> None:
+        ax = plt.gca()
+        for label, g in data.groupby("Method", observed=True):
+            g = g.sort_values("n")
+            ax.fill_between(
+                g["n"], g["ci_low_pct"], g["ci_high_pct"], color=palette[label], alpha=0.2, lw=0
+            )
+
+    grid.map_dataframe(wilson_band)
     for ax in grid.axes.flat:
         ax.set_xscale("log")
         ticks = sorted(cells["n"].unique())
@@ -331,7 +421,9 @@ def _lineplot_grid(
         ax.set_xticklabels([str(t) for t in ticks])
         ax.minorticks_off()
         ax.set_ylim(-2, 102)
-    grid.set_axis_labels("sample size n (images per batch)", "detection ratio (%)")
+    grid.set_axis_labels(
+        "sample size n (images per batch)", "detection ratio (%), band: 95% Wilson"
+    )
     grid.figure.suptitle(title, y=1.02)
     save_figure(grid.figure, stem, bbox_inches="tight")
     plt.close(grid.figure)
@@ -389,4 +481,58 @@ def figures(
         out / "fig_overview",
     )
     written.append(out / "fig_overview.png")
+    written.append(calibration_figure(records, out, methods))
     return written
+
+
+def calibration_figure(
+    records: pd.DataFrame, out_dir: str | os.PathLike, methods: Sequence[str] | None = None
+) -> Path:
+    """Empirical CDF of the clean-vs-clean smallest p-values against the uniform CDF.
+
+    With the records' ``n_features`` column (``d``) the p-value is Bonferroni-adjusted,
+    ``min(d * min_p, 1)``, so the curve at ``alpha`` is the false detection rate of the
+    calibration table; a calibrated test lies on or below the diagonal. Without that column
+    the raw smallest p-value is drawn (and says so).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    stem = Path(out_dir) / "fig_calibration"
+    rec = clean_records(records)
+    if methods is not None:
+        rec = rec[rec["method"].isin(methods)]
+    if rec.empty:
+        _message_figure("No calibration (delta = 0) draws in the records.", stem)
+        return stem.with_suffix(".png")
+    rec = _labelled(rec)
+    if "n_features" in rec:
+        rec["p"] = np.minimum(rec["min_p"] * rec["n_features"], 1.0)
+        xlabel = "Bonferroni-adjusted smallest p-value (d · min p)"
+    else:
+        rec["p"] = rec["min_p"]
+        xlabel = "smallest per-feature p-value (uncorrected)"
+    sns.set_theme(style="whitegrid", context="paper")
+    grid = sns.displot(
+        data=rec,
+        x="p",
+        hue="Method",
+        row="Dataset",
+        col="n",
+        kind="ecdf",
+        height=2.4,
+        aspect=1.0,
+        facet_kws={"margin_titles": True},
+    )
+    for ax in grid.axes.flat:
+        ax.plot([0, 1], [0, 1], color="0.4", ls="--", lw=0.8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.01)
+    grid.set_axis_labels(xlabel, "share of clean batches")
+    grid.figure.suptitle("Calibration: clean-vs-clean p-values against uniform (dashed)", y=1.02)
+    save_figure(grid.figure, stem, bbox_inches="tight")
+    plt.close(grid.figure)
+    return stem.with_suffix(".png")

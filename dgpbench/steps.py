@@ -330,6 +330,7 @@ def _detect(args: argparse.Namespace) -> None:
         rec = bootstrap_detection(clean, feats[key], deltas=args.deltas, **common)
         frames.append(rec.assign(corruption=code, intensity=intensity))
     records = pd.concat(frames, ignore_index=True)
+    records["n_features"] = clean.shape[1]  # d, to Bonferroni-adjust min_p afterwards
     front = ["corruption", "intensity"]
     records = records[front + [c for c in records.columns if c not in front]]
     for i, (key, value) in enumerate(_parse_tags(args.tag).items()):
@@ -427,6 +428,7 @@ def _tables(args: argparse.Namespace) -> None:
     reporting.main_table(records, args.out_dir, methods=args.methods)
     reporting.ablation_tables(records, args.out_dir, ablation, ns_main=args.ablation_ns)
     reporting.calibration_table(records, args.out_dir, alpha=args.alpha)
+    reporting.auroc_table(records, args.out_dir, methods=args.methods)
     log.info("tables -> %s", args.out_dir)
 
 

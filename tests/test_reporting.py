@@ -168,3 +168,94 @@ def test_calibration_caption_states_the_configured_alpha(tmp_path):
         assert caption in text and "alpha = 5" not in text
     reporting.calibration_table(rec, tmp_path, alpha=0.1)
     assert "alpha = 10%" in (tmp_path / "table_appendix_calibration.md").read_text()
+
+
+def _auroc_by_pairs(pos: np.ndarray, neg: np.ndarray) -> float:
+    """Brute-force AUROC: share of (shifted, clean) pairs ordered right, ties counting half."""
+    pairs = [(p < q) + 0.5 * (p == q) for p in pos for q in neg]
+    return float(np.mean(pairs))
+
+
+def _p_records(seed: int = 0) -> pd.DataFrame:
+    """Records with random min p-values (with ties), clean and shifted, two methods."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for method, corruption, n in itertools.product(["tu", "dgp"], ["GN", "PD", "none"], [10, 20]):
+        shifted = corruption != "none"
+        for model, draw in itertools.product(["h8-l2-s0", "h8-l2-s1"], range(15)):
+            p = rng.choice([0.01, 0.2, 0.5, 1.0]) if rng.random() < 0.3 else rng.random()
+            rows.append(
+                dict(
+                    dataset="digits",
+                    model=model,
+                    method=method,
+                    corruption=corruption,
+                    intensity=int(shifted),
+                    n=n,
+                    delta=0.5 if shifted else 0.0,
+                    draw=draw,
+                    rejected=False,
+                    min_p=p * (0.3 if shifted else 1.0),
+                    n_features=10,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def test_auroc_matches_pairwise_count_and_table_files(tmp_path):
+    rec = _p_records()
+    cells = reporting.auroc_table(rec, tmp_path, methods=["tu", "dgp"])
+    assert len(cells) == 2 * 2 * 2  # method x corruption x n
+    clean = rec[rec["corruption"] == "none"]
+    for row in cells.itertuples():
+        pos = rec[(rec["method"] == row.method) & (rec["corruption"] == row.corruption)]
+        pos = pos[pos["n"] == row.n]["min_p"].to_numpy()
+        neg = clean[(clean["method"] == row.method) & (clean["n"] == row.n)]["min_p"].to_numpy()
+        assert row.auroc == pytest.approx(_auroc_by_pairs(pos, neg))
+        assert (row.n_shifted, row.n_clean) == (30, 30)
+    md = (tmp_path / "table_auroc.md").read_text()
+    best = cells.loc[cells["best"]].iloc[0]
+    assert f"**{best.auroc:.3f}**" in md
+    assert (tmp_path / "table_auroc.tex").read_text().count(r"\textbf{") == cells["best"].sum()
+    assert set(pd.read_csv(tmp_path / "table_auroc.csv")["method"]) == {"tu", "dgp"}
+
+
+def test_auroc_extremes():
+    rec = _p_records()
+    rec.loc[rec["corruption"] != "none", "min_p"] = 1e-9  # every shifted batch below every clean
+    assert np.allclose(reporting.auroc_cells(rec)["auroc"], 1.0)
+    rec["min_p"] = 0.3  # all tied: chance
+    assert np.allclose(reporting.auroc_cells(rec)["auroc"], 0.5)
+
+
+def test_auroc_table_without_calibration_draws_says_so(tmp_path):
+    rec = _p_records()
+    reporting.auroc_table(rec[rec["corruption"] != "none"], tmp_path)
+    assert "No calibration" in (tmp_path / "table_auroc.md").read_text()
+
+
+def test_calibration_figure_and_wilson_bands(tmp_path):
+    import matplotlib.pyplot as plt
+
+    rec = _records(RATES)
+    written = reporting.figures(rec, tmp_path)
+    assert tmp_path / "fig_calibration.png" in written
+    assert (tmp_path / "fig_calibration.pdf").stat().st_size > 1000
+    # One Wilson band (a filled polygon) per method in every panel of the GN-by-n figure.
+    captured = []
+    original = plt.Axes.fill_between
+
+    def spy(self, *args, **kwargs):
+        captured.append((np.asarray(args[1]), np.asarray(args[2])))
+        return original(self, *args, **kwargs)
+
+    plt.Axes.fill_between = spy
+    try:
+        reporting.figures(rec[rec["corruption"] == "GN"], tmp_path / "again", methods=["tu"])
+    finally:
+        plt.Axes.fill_between = original
+    cells = reporting.detection_cells(
+        rec[(rec["corruption"] == "GN") & (rec["method"] == "tu")], ["dataset", "n"]
+    )
+    lows = sorted(np.round(np.concatenate([lo for lo, _ in captured]), 6))
+    assert set(np.round(cells["ci_low_pct"], 6)) <= set(lows)
