@@ -25,7 +25,7 @@ rule all:
 
 
 rule analysis:
-    """The neural-persistence analyses (targets 1-9 of issue 7); not part of `all`."""
+    """The neural-persistence analyses (paper Sections 3-4 and appendices); not part of `all`."""
     input:
         rules.analysis_permutation.output,
         rules.analysis_np_variance.output,

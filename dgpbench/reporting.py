@@ -511,10 +511,10 @@ def calibration_figure(
     rec = _labelled(rec)
     if "n_features" in rec:
         rec["p"] = np.minimum(rec["min_p"] * rec["n_features"], 1.0)
-        xlabel = "Bonferroni-adjusted smallest p-value (d · min p)"
+        xlabel = "min(d · min p, 1)"
     else:
         rec["p"] = rec["min_p"]
-        xlabel = "smallest per-feature p-value (uncorrected)"
+        xlabel = "min p (uncorrected)"
     sns.set_theme(style="whitegrid", context="paper")
     grid = sns.displot(
         data=rec,
@@ -531,6 +531,7 @@ def calibration_figure(
         ax.plot([0, 1], [0, 1], color="0.4", ls="--", lw=0.8)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.01)
+        ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
     grid.set_axis_labels(xlabel, "share of clean batches")
     grid.figure.suptitle("Calibration: clean-vs-clean p-values against uniform (dashed)", y=1.02)
     save_figure(grid.figure, stem, bbox_inches="tight")

@@ -1,65 +1,13 @@
-# Neural-persistence analyses (paper Sections 3-4, appendices B-D and G; issue 7).
+# Neural-persistence analyses (paper Sections 3-4, appendices B-D and G).
 # analysis MLPs ──analysis_train──▶ model.pt + curves.csv (criteria every evaluation)
 #   ──analysis_models / analysis_curves──▶ models.csv, curves.csv.gz ──▶ targets 1, 2, 6, 7, 9
 # regulariser MLPs ──analysis_train_regulariser──▶ target 8;   synthetic matrices: targets 3-5
 # Every rule calls one `dgpbench analysis TARGET` (see dgpbench/analysis/steps.py for the
-# files each writes). Configuration: the `analysis:` section of the config.
-import itertools
-import re
-
-AN = config["analysis"]
-AN_RESULTS = f"{RESULTS}/analysis"
-AN_LOGS = f"{LOGS}/analysis"
-AN_BENCH = f"{BENCH}/analysis"
-AN_DATASETS = {dataset_id(d): d for d in AN["datasets"]}
-REG = AN["regularisers"]
-REG_DATASETS = {dataset_id(d): d for d in REG["datasets"]}
-AN_LINEAR = 1 in AN["layers"]
-AN_DEEP = sorted(l for l in AN["layers"] if l > 1)
-if AN["early_stopping"]["max_burn_in"] >= AN["training"]["epochs"]:
-    raise ValueError(
-        f"analysis.early_stopping.max_burn_in ({AN['early_stopping']['max_burn_in']}) must be"
-        f" smaller than analysis.training.epochs ({AN['training']['epochs']})"
-    )
-for key, grid in (("figure_layers", AN_DEEP), ("figure_hidden", AN["hidden"])):
-    chosen = AN["np_variance"][key]
-    if AN_DEEP and chosen and not set(chosen) & set(grid):
-        raise ValueError(f"analysis.np_variance.{key} {chosen} selects no model of {grid}")
-# Run ids: "linear-s<seed>" (linear classifiers) or "<activation>-l<layers>-h<hidden>-s<seed>".
-AN_RUNS = [f"linear-s{s}" for s in AN["seeds"] if AN_LINEAR] + [
-    f"{a}-l{l}-h{h}-s{s}"
-    for a, l, h, s in itertools.product(AN["activations"], AN_DEEP, AN["hidden"], AN["seeds"])
-]
-REG_RUNS = [f"{k}-s{s}" for k, s in itertools.product(REG["kinds"], REG["seeds"])]
-RUN_RE = re.compile(r"(?:linear|(?P<act>relu|tanh)-l(?P<layers>\d+)-h(?P<hidden>\d+))-s(?P<seed>\d+)")
+# files each writes). Configuration: the `analysis:` section of the config, read and checked
+# in analysis_common.smk.
 
 
-def analysis_arch(run):
-    """`dgpbench analysis train` architecture options of a run id."""
-    m = RUN_RE.fullmatch(run)
-    if m["act"] is None:
-        return f"--layers 1 --seed {m['seed']}"
-    return f"--layers {m['layers']} --hidden {m['hidden']} --activation {m['act']} --seed {m['seed']}"
-
-
-def regulariser_arch(run):
-    kind, seed = run.rsplit("-s", 1)
-    opts = f"--layers {REG['layers']} --hidden {REG['hidden']} --activation {REG['activation']}"
-    opts += {"none": "", "batchnorm": " --batchnorm", "dropout": f" --dropout {REG['dropout']}"}[kind]
-    return f"{opts} --seed {seed}"
-
-
-def analysis_files(name):
-    """A file of every analysis run, e.g. model.pt or curves.csv."""
-    return [f"{AN_RESULTS}/models/{d}/{r}/{name}" for d in AN_DATASETS for r in AN_RUNS]
-
-
-def figure(stem, when=True):
-    return multiext(stem, ".png", ".pdf") if when else []
-
-
-def table(stem, tex=False):
-    return multiext(stem, ".csv", ".md", ".tex") if tex else multiext(stem, ".csv", ".md")
+include: "analysis_common.smk"
 
 
 wildcard_constraints:
@@ -85,6 +33,8 @@ rule analysis_train:
         arch=lambda wc: analysis_arch(wc.run),
         train=lookup(within=config, dpath="analysis/training"),
     threads: 1  # small MLPs: one thread per run, runs in parallel
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=240,
@@ -114,6 +64,8 @@ rule analysis_train_regulariser:
         arch=lambda wc: regulariser_arch(wc.regrun),
         train=lookup(within=config, dpath="analysis/training"),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=240,
@@ -141,6 +93,8 @@ rule analysis_models:
     output:
         f"{AN_RESULTS}/models.csv",
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=120,
@@ -160,6 +114,8 @@ rule analysis_curves:
     output:
         f"{AN_RESULTS}/curves.csv.gz",
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
@@ -187,6 +143,8 @@ rule analysis_permutation:
     params:
         p=lookup(within=config, dpath="analysis/permutation"),
     threads: 2  # the batched MST kernel runs on numba threads
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=240,
@@ -219,8 +177,10 @@ rule analysis_np_variance:
     params:
         layers=join(AN["np_variance"]["figure_layers"]),
         hidden=join(AN["np_variance"]["figure_hidden"]),
-        out=f"{AN_RESULTS}/np_variance",
+        out=lambda wc, output: Path(output[0]).parent,
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
@@ -243,6 +203,8 @@ rule analysis_bounds:
     params:
         b=lookup(within=config, dpath="analysis/bounds"),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=120,
@@ -267,6 +229,8 @@ rule analysis_np_factors:
         sizes=join(AN["np_factors"]["sizes"]),
         f=lookup(within=config, dpath="analysis/np_factors"),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=120,
@@ -290,6 +254,8 @@ rule analysis_size:
         sizes=join(AN["size"]["sizes"]),
         s=lookup(within=config, dpath="analysis/size"),
     threads: 2  # the batched MST kernel runs on numba threads
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=120,
@@ -314,6 +280,8 @@ rule analysis_weights:
         pareto=figure(f"{AN_RESULTS}/weight_distributions/fig_pareto_b"),
         normal=figure(f"{AN_RESULTS}/weight_distributions/fig_normal_sigma"),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=120,
@@ -343,6 +311,8 @@ rule analysis_early_stopping:
             for v in values
         ),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=8000,
         runtime=60,
@@ -369,6 +339,8 @@ rule analysis_regularisers:
         table=table(f"{AN_RESULTS}/regularisers/table_summary"),
         figure=figure(f"{AN_RESULTS}/regularisers/fig_regularisers"),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -392,6 +364,8 @@ rule analysis_dgp_variance:
         training=figure(f"{AN_RESULTS}/dgp_variance/fig_training_correlations"),
         final=figure(f"{AN_RESULTS}/dgp_variance/fig_dgp_vs_log_variance", AN_DEEP),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=30,

@@ -106,6 +106,26 @@ def published_table1():
     return [str(path)] if path else []
 
 
+def check_custom_methods():
+    """Import every custom method (package.module:ClassName) of the config and check that it is
+    a transformer, so a mistake stops the run before any job starts. Importing runs the
+    module's code: the user's explicit choice in their own config."""
+    for key, names in (("methods", config["methods"]), ("ablation.methods", config["ablation"]["methods"])):
+        custom = [name for name in names if ":" in name]
+        if not custom:
+            continue
+        from dgpbench.features import load_method_class  # loads torch: only when needed
+
+        for name in custom:
+            try:
+                load_method_class(name)
+            except ValueError as exc:
+                raise ValueError(f"config key {key}: {exc}") from None
+
+
+check_custom_methods()
+
+
 # Shell safety: every config string reaches a shell command quoted (these helpers, or
 # `{params.x:q}`); numbers are safe once the schema has checked their type, and wildcards
 # are constrained below to characters without shell meaning.
@@ -135,5 +155,5 @@ def join(values):
 wildcard_constraints:
     dataset="[A-Za-z0-9_.-]+",
     model=MODEL_ID_PATTERN,
-    method="[a-z_]+",
+    method=r"[a-z_]+|[A-Za-z_][\w.]*:[A-Za-z_]\w*",
     corruption="GB|GN|PD|UN",

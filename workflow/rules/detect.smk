@@ -10,6 +10,8 @@ rule detect:
         ns=join(config["protocol"]["ns"]),
         deltas=join(config["protocol"]["deltas"]),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=2000,
         runtime=30,

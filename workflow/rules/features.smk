@@ -12,6 +12,8 @@ rule features:
     params:
         batch_size=config["features"]["batch_size"],
     threads: 2
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=120,

@@ -9,6 +9,8 @@ rule images:
         data=data_args(),
         images=lookup(within=config, dpath="images"),
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=2000,
         runtime=30,
@@ -33,6 +35,8 @@ rule corrupt:
         intensities=join(config["intensities"]),
         seed=config["images"]["seed"],
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=2000,
         runtime=30,

@@ -1,3 +1,9 @@
+# Report categories: the paper's sections (snakemake --report; captions in workflow/report/).
+SHIFT_SECTION = "Section 5.2: covariate shift detection"
+ABLATION_SECTION = "Section 5.3: ablation of DGP"
+CALIBRATION_SECTION = "Appendix: calibration"
+
+
 rule aggregate:
     """All bootstrap records of the grid in one table."""
     input:
@@ -5,6 +11,8 @@ rule aggregate:
     output:
         f"{RESULTS}/aggregate/records.csv.gz",
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
@@ -17,20 +25,40 @@ rule aggregate:
 
 
 rule tables:
-    """Table 1, the ablation tables and the calibration table (CSV, Markdown, LaTeX)."""
+    """Table 1, the ablation tables, the calibration and the AUROC table (CSV, Markdown, LaTeX)."""
     input:
         rules.aggregate.output,
     output:
-        multiext(
-            f"{RESULTS}/tables/table1_shift_detection", ".csv", ".md", ".tex"
+        report(
+            f"{RESULTS}/tables/table1_shift_detection.csv",
+            caption="../report/table1_shift_detection.rst",
+            category=SHIFT_SECTION,
         ),
-        multiext(f"{RESULTS}/tables/table2_ablation", ".csv", ".md", ".tex"),
-        multiext(
-            f"{RESULTS}/tables/table_appendix_ablation_full", ".csv", ".md", ".tex"
+        multiext(f"{RESULTS}/tables/table1_shift_detection", ".md", ".tex"),
+        report(
+            f"{RESULTS}/tables/table2_ablation.csv",
+            caption="../report/table2_ablation.rst",
+            category=ABLATION_SECTION,
         ),
-        multiext(
-            f"{RESULTS}/tables/table_appendix_calibration", ".csv", ".md", ".tex"
+        multiext(f"{RESULTS}/tables/table2_ablation", ".md", ".tex"),
+        report(
+            f"{RESULTS}/tables/table_appendix_ablation_full.csv",
+            caption="../report/table_appendix_ablation_full.rst",
+            category=ABLATION_SECTION,
         ),
+        multiext(f"{RESULTS}/tables/table_appendix_ablation_full", ".md", ".tex"),
+        report(
+            f"{RESULTS}/tables/table_appendix_calibration.csv",
+            caption="../report/table_appendix_calibration.rst",
+            category=CALIBRATION_SECTION,
+        ),
+        multiext(f"{RESULTS}/tables/table_appendix_calibration", ".md", ".tex"),
+        report(
+            f"{RESULTS}/tables/table_auroc.csv",
+            caption="../report/table_auroc.rst",
+            category=SHIFT_SECTION,
+        ),
+        multiext(f"{RESULTS}/tables/table_auroc", ".md", ".tex"),
     params:
         methods=join(config["methods"]),
         ablation=join(ABLATION) or "none",
@@ -39,6 +67,8 @@ rule tables:
         alpha=config["protocol"]["alpha"],
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
@@ -54,18 +84,42 @@ rule tables:
 
 
 rule figures:
-    """Detection ratio figures: Gaussian noise by n, by delta, and all corruptions."""
+    """Detection ratio figures (Gaussian noise by n, by delta, all corruptions) and the
+    calibration figure."""
     input:
         rules.aggregate.output,
     output:
-        multiext(f"{RESULTS}/figures/fig_gn_by_n", ".png", ".pdf"),
-        multiext(f"{RESULTS}/figures/fig_gn_by_delta", ".png", ".pdf"),
-        multiext(f"{RESULTS}/figures/fig_overview", ".png", ".pdf"),
+        report(
+            f"{RESULTS}/figures/fig_gn_by_n.png",
+            caption="../report/fig_gn_by_n.rst",
+            category=SHIFT_SECTION,
+        ),
+        f"{RESULTS}/figures/fig_gn_by_n.pdf",
+        report(
+            f"{RESULTS}/figures/fig_gn_by_delta.png",
+            caption="../report/fig_gn_by_delta.rst",
+            category=SHIFT_SECTION,
+        ),
+        f"{RESULTS}/figures/fig_gn_by_delta.pdf",
+        report(
+            f"{RESULTS}/figures/fig_overview.png",
+            caption="../report/fig_overview.rst",
+            category=SHIFT_SECTION,
+        ),
+        f"{RESULTS}/figures/fig_overview.pdf",
+        report(
+            f"{RESULTS}/figures/fig_calibration.png",
+            caption="../report/fig_calibration.rst",
+            category=CALIBRATION_SECTION,
+        ),
+        f"{RESULTS}/figures/fig_calibration.pdf",
     params:
         methods=join(config["methods"]),
         pool=join(config["report"]["pool_deltas"]),
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
