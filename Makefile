@@ -6,11 +6,12 @@ STAMP  := $(VENV)/.installed
 CORES  ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv test bench lint run analysis slurm-up slurm-down clean
+.PHONY: help venv test bench lint run report analysis slurm-up slurm-down clean
 
 help:
 	@echo "make test   - create .venv if needed, install dgpbench[dev], run the test suite"
 	@echo "make run    - same set-up, run the workflow's default target (snakemake --cores $(CORES))"
+	@echo "make report - after make run: results/report.html with every table and figure"
 	@echo "make analysis - the neural-persistence analyses (Sections 3-4, appendix)"
 	@echo "make bench  - run the speed benchmarks under benchmarks/"
 	@echo "make lint   - ruff check"
@@ -38,6 +39,10 @@ lint: $(STAMP)
 
 run: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dgpbench run --cores $(CORES) --profile workflow/profiles/local
+
+# Snakemake's self-contained HTML report of the last run (every table and figure, captioned).
+report: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --report results/report.html
 
 slurm-up:
 	bash scripts/slurm.sh start

@@ -3,7 +3,7 @@
 Each benchmark times the dgpbench kernel on a batch (numba compiled beforehand, outside the
 timed region) and, in the same run, a straightforward baseline on a few samples: build each
 activation graph explicitly, then ``scipy.sparse.csgraph.minimum_spanning_tree`` per sample.
-It prints samples/s for both, their ratio, and the issue's target; targets are reported,
+It prints samples/s for both, their ratio, and the project's speed target; targets are reported,
 not asserted (other jobs may share the two cores).
 """
 

@@ -51,7 +51,8 @@ class KSTestResult:
     threshold : float
         The cut-off actually applied to the raw ``p_val``: ``alpha / d`` for Bonferroni,
         the Benjamini-Hochberg cut-off ``alpha * k / d`` (``k`` = number of rejected features,
-        ``k = 1`` when none is rejected) for ``"fdr"``, ``alpha`` without correction.
+        ``k = 1`` when none is rejected, so always one number: alibi-detect returns the
+        whole array of BH steps in that case) for ``"fdr"``, ``alpha`` without correction.
         A feature is rejected iff its ``p_val < threshold``.
     correction : {"bonferroni", "fdr"} or None
         The correction used.
@@ -168,8 +169,9 @@ def _decide(
         p_adj = false_discovery_control(p_val, axis=-1, method="bh")
         n_rejected = (p_adj < alpha).sum(axis=-1)
         is_drift = n_rejected > 0
-        # BH rejects exactly the k smallest p-values, i.e. those below alpha * k / d; with no
-        # rejection report the first step alpha / d, as alibi-detect's fdr() does.
+        # BH rejects exactly the k smallest p-values, i.e. those below alpha * k / d. With no
+        # rejection we report one number, the first step alpha / d (the cut-off the smallest
+        # p-value missed); alibi-detect's fdr() returns the whole array alpha * (1..d) / d then.
         threshold = alpha * np.maximum(n_rejected, 1) / d
     elif correction is None:
         threshold = np.full(p_val.shape[:-1], float(alpha))

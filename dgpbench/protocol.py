@@ -19,7 +19,7 @@ only, never on the features, the feature method, the corruption or its intensity
 images in every draw, so method comparisons are paired; and draw ``i`` does not depend on
 ``n_draws`` (a 200-draw run extends a 100-draw run). Pass different seeds to decorrelate.
 
-Rounding. ``round`` is Python's (half to even), as in DESIGN.md's ``round(delta*n)``: for
+Rounding. ``round(delta * n)`` is Python's (half to even): for
 n = 10, delta = 0.25 that is 2 corrupted rows (not 3), and 12 (not 13) for n = 50. The authors'
 exact rule is not published; Rabanser et al.'s code uses ``ceil``.
 """

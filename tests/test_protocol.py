@@ -63,7 +63,7 @@ def test_draw_indices_depend_only_on_seed_n_delta_draw():
 
 
 def test_n_corrupted_is_python_round():
-    # Half to even, as DESIGN.md's round(delta * n); pinned so a change of rule is deliberate.
+    # Python's round(delta * n), half to even; pinned so a change of rule is deliberate.
     assert [n_corrupted(10, d) for d in (0.25, 0.5, 0.75)] == [2, 5, 8]
     assert [n_corrupted(50, d) for d in (0.25, 0.5, 0.75)] == [12, 25, 38]
     assert [n_corrupted(n, 0.25) for n in (20, 100, 200)] == [5, 25, 50]

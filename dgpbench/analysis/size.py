@@ -3,7 +3,7 @@
 For each distribution on [0, 1] and each matrix size ``n x m`` of a grid, ``n_samples``
 matrices with iid entries are drawn and their normalised NP averaged; the paper shows the
 expectation decreasing with size as heatmaps for Uniform, truncated normal (sigma = 0.5, as
-in the text and the issue; the figure caption says sigma² = 1/2) and truncated Pareto
+in the text; the figure caption says sigma² = 1/2) and truncated Pareto
 distributions with increasing b.
 
 Also here: its figure :func:`plot_size_heatmaps`; the target ``dgpbench analysis size``.
