@@ -67,14 +67,14 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _rows(
-    node: dict[str, Any], defs: dict[str, Any], prefix: str, required: set[str]
-) -> list[str]:
+def _rows(node: dict[str, Any], defs: dict[str, Any], prefix: str, required: set[str]) -> list[str]:
     rows = []
     for key, child in node.get("properties", {}).items():
         name = f"{prefix}{key}"
         default = (
-            "required" if key in required else f"`{json.dumps(child['default'])}`"
+            "required"
+            if key in required
+            else f"`{json.dumps(child['default'])}`"
             if "default" in child
             else ""
         )

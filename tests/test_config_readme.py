@@ -3,14 +3,15 @@
 import importlib.util
 
 import yaml
-
 from _workflow import REPO
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("config_readme", REPO / "scripts" / "config_readme.py")
+    spec = importlib.util.spec_from_file_location(
+        "config_readme", REPO / "scripts" / "config_readme.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
