@@ -216,3 +216,65 @@ def test_checkpoint_image_shape_confirms_the_layout(tmp_path):
     with pytest.raises(ValueError, match=r"\(3, 16, 64\).*\(3, 32, 32\)"):
         est.transform(x.reshape(20, 3, 16, 64))  # the right size, not the model's images
     np.testing.assert_array_equal(est.transform(x), est.transform(x.reshape(20, -1)))
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_fit_without_labels_uses_predicted_classes(cls, digits_model):
+    """fit(X) equals fit(X, y) with y = the model's argmax on X, computed independently."""
+    x, _ = digits_model["train"]
+    with torch.no_grad():
+        predicted = digits_model["model"](torch.from_numpy(x[:200].reshape(200, -1))).argmax(1)
+    predicted = predicted.numpy()
+    unlabelled = cls(digits_model["model"]).fit(x[:200])
+    labelled = cls(digits_model["model"]).fit(x[:200], predicted)
+    np.testing.assert_array_equal(unlabelled.classes_, np.unique(predicted))
+    np.testing.assert_array_equal(unlabelled.transform(x[200:210]), labelled.transform(x[200:210]))
+    pipe = make_pipeline(cls(digits_model["model"]), KSShiftDetector()).fit(x[:200])
+    assert pipe.predict(x[200:300]) in (True, False)
+
+
+def test_fit_without_labels_skips_classes_never_predicted():
+    # A 2-input model whose output 2 never wins: only classes 0 and 1 get a mean.
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]))
+        model[0].bias.zero_()
+    X = np.random.default_rng(0).random((40, 2)).astype(np.float32)
+    est = DGPFeatures(model).fit(X)
+    np.testing.assert_array_equal(est.classes_, [0, 1])
+    assert est.transform(X).shape == (40, 2)
+
+
+def test_n_jobs_minus_one_means_all_cores(digits_model):
+    x, y = digits_model["train"]
+    one = DGPFeatures(digits_model["model"], n_jobs=1).fit(x[:50], y[:50]).transform(x[50:60])
+    every = DGPFeatures(digits_model["model"], n_jobs=-1).fit(x[:50], y[:50])
+    np.testing.assert_array_equal(every.transform(x[50:60]), one)
+    with pytest.raises(ValueError, match="n_jobs"):
+        DGPFeatures(digits_model["model"], n_jobs=0).fit(x[:50], y[:50])
+
+
+def test_custom_method_by_import_path(digits_model, tmp_path, monkeypatch):
+    (tmp_path / "user_methods.py").write_text(
+        "from dgpbench.features import SoftmaxFeatures\n"
+        "class Probs(SoftmaxFeatures):\n    pass\n"
+        "class NoModel:\n    def fit(self, X, y=None):\n        return self\n"
+        "    def transform(self, X):\n        return X\n"
+        "class NotATransformer:\n    def __init__(self, model=None):\n        pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    x, y = digits_model["train"]
+    est = make_features("user_methods:Probs", digits_model["path"], batch_size=7, n_jobs=1)
+    assert type(est).__name__ == "Probs" and est.batch_size == 7
+    expected = SoftmaxFeatures(digits_model["path"]).fit(x[:50], y[:50]).transform(x[:5])
+    np.testing.assert_array_equal(est.fit(x[:50], y[:50]).transform(x[:5]), expected)
+    for spec, message in [
+        ("no_such_module_xyz:Cls", "cannot import module 'no_such_module_xyz'"),
+        ("user_methods:Missing", "has no 'Missing'"),
+        ("user_methods:NoModel", "takes no 'model' argument"),
+        ("user_methods:NotATransformer", "not a transformer"),
+        ("dgpbench.features:make_features", "not a class"),
+        ("user methods:Cls", "neither a built-in method"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            make_features(spec, digits_model["path"])
