@@ -40,9 +40,11 @@ lint: $(STAMP)
 run: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dgpbench run --cores $(CORES) --profile workflow/profiles/local
 
-# Snakemake's self-contained HTML report of the last run (every table and figure, captioned).
+# Snakemake's self-contained HTML report (every table and figure, captioned) of the targets
+# already run: after make analysis too, make report REPORT_TARGETS="all analysis".
+REPORT_TARGETS ?= all
 report: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --report results/report.html
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --report results/report.html $(REPORT_TARGETS)
 
 slurm-up:
 	bash scripts/slurm.sh start

@@ -50,9 +50,34 @@ def analysis_files(name):
     return [f"{AN_RESULTS}/models/{d}/{r}/{name}" for d in AN_DATASETS for r in AN_RUNS]
 
 
+# Report category (the paper's section) of each analysis folder; the caption of its tables and
+# figures is workflow/report/analysis/<folder>.rst.
+AN_SECTIONS = {
+    "permutation": "Section 4: neural persistence",
+    "np_variance": "Section 4: neural persistence",
+    "bounds": "Appendix B: bounds of neural persistence",
+    "np_factors": "Appendix B: bounds of neural persistence",
+    "size": "Appendix C: matrix size",
+    "weight_distributions": "Appendix D: weight distributions",
+    "early_stopping": "Appendix: early stopping",
+    "regularisers": "Appendix: regularisers",
+    "dgp_variance": "Appendix: DGP and variance",
+}
+
+
+def in_report(path):
+    """``path`` flagged for snakemake --report, captioned and filed by its analysis folder."""
+    folder = Path(path).parent.name
+    return report(
+        path, caption=f"../report/analysis/{folder}.rst", category=AN_SECTIONS[folder]
+    )
+
+
 def figure(stem, when=True):
-    return multiext(stem, ".png", ".pdf") if when else []
+    """PNG (in the report) and PDF of a figure, or nothing when ``when`` is false."""
+    return [in_report(f"{stem}.png"), f"{stem}.pdf"] if when else []
 
 
 def table(stem, tex=False):
-    return multiext(stem, ".csv", ".md", ".tex") if tex else multiext(stem, ".csv", ".md")
+    """CSV (in the report), Markdown and optionally LaTeX of a table."""
+    return [in_report(f"{stem}.csv"), f"{stem}.md"] + ([f"{stem}.tex"] if tex else [])
