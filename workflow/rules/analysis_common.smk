@@ -53,15 +53,15 @@ def analysis_files(name):
 # Report category (the paper's section) of each analysis folder; the caption of its tables and
 # figures is workflow/report/analysis/<folder>.rst.
 AN_SECTIONS = {
-    "permutation": "Section 4: neural persistence",
-    "np_variance": "Section 4: neural persistence",
-    "bounds": "Appendix B: bounds of neural persistence",
-    "np_factors": "Appendix B: bounds of neural persistence",
-    "size": "Appendix C: matrix size",
-    "weight_distributions": "Appendix D: weight distributions",
-    "early_stopping": "Appendix: early stopping",
-    "regularisers": "Appendix: regularisers",
-    "dgp_variance": "Appendix: DGP and variance",
+    "permutation": "Section 4 - neural persistence",
+    "np_variance": "Section 4 - neural persistence",
+    "bounds": "Appendix B - bounds of neural persistence",
+    "np_factors": "Appendix B - bounds of neural persistence",
+    "size": "Appendix C - matrix size",
+    "weight_distributions": "Appendix D - weight distributions",
+    "early_stopping": "Appendix - early stopping",
+    "regularisers": "Appendix - regularisers",
+    "dgp_variance": "Appendix - DGP and variance",
 }
 
 

@@ -1,7 +1,7 @@
 # Report categories: the paper's sections (snakemake --report; captions in workflow/report/).
-SHIFT_SECTION = "Section 5.2: covariate shift detection"
-ABLATION_SECTION = "Section 5.3: ablation of DGP"
-CALIBRATION_SECTION = "Appendix: calibration"
+SHIFT_SECTION = "Section 5.2 - covariate shift detection"
+ABLATION_SECTION = "Section 5.3 - ablation of DGP"
+CALIBRATION_SECTION = "Appendix - calibration"
 
 
 rule aggregate:
