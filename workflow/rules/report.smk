@@ -2,6 +2,7 @@
 SHIFT_SECTION = "Section 5.2 - covariate shift detection"
 ABLATION_SECTION = "Section 5.3 - ablation of DGP"
 CALIBRATION_SECTION = "Appendix - calibration"
+COMPARISON_SECTION = "Table 1 - published vs reproduced"
 
 
 rule aggregate:
@@ -138,12 +139,28 @@ rule compare:
         records=rules.aggregate.output,
         published=published_table1(),
     output:
-        multiext(f"{RESULTS}/tables/comparison_table1", ".csv", ".md"),
+        report(
+            f"{RESULTS}/tables/comparison_table1.csv",
+            caption="../report/comparison_table1.rst",
+            category=COMPARISON_SECTION,
+        ),
+        f"{RESULTS}/tables/comparison_table1.md",
         [
-            multiext(f"{RESULTS}/tables/comparison_table1_{label}", ".csv", ".md")
+            [
+                report(
+                    f"{RESULTS}/tables/comparison_table1_{label}.csv",
+                    caption="../report/comparison_table1.rst",
+                    category=COMPARISON_SECTION,
+                ),
+                f"{RESULTS}/tables/comparison_table1_{label}.md",
+            ]
             for label in comparison_sets()
         ],
-        f"{RESULTS}/tables/comparison_table1_summary.csv",
+        report(
+            f"{RESULTS}/tables/comparison_table1_summary.csv",
+            caption="../report/comparison_table1.rst",
+            category=COMPARISON_SECTION,
+        ),
     params:
         pool=join(config["report"]["pool_deltas"]),
         sets=" ".join(
@@ -153,6 +170,8 @@ rule compare:
         published=" ".join(f"--published {shlex.quote(p)}" for p in published_table1()),
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
