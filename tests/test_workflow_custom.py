@@ -74,6 +74,7 @@ def test_custom_method_runs_through_tables_figures_and_report(tmp_path):
         "table1_shift_detection.csv", "table2_ablation.csv", "table_appendix_ablation_full.csv",
         "table_appendix_calibration.csv", "table_auroc.csv", "fig_gn_by_n.png",
         "fig_gn_by_delta.png", "fig_overview.png", "fig_calibration.png",
+        "comparison_table1.csv", "comparison_table1_summary.csv",
         "Section 5.2 - covariate shift detection", "Appendix - calibration",
     ):  # fmt: skip
         assert name in html, name
