@@ -10,7 +10,7 @@ from snakemake.utils import validate
 from dgpbench.config import check_config, schema_error
 from dgpbench.naming import MODEL_ID_PATTERN, model_id, parse_model_id
 
-SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = Path(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 try:
     validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 except WorkflowError as exc:
