@@ -50,7 +50,7 @@ def dataset_id(name):
     if not name.startswith("npz:"):
         return name
     path = Path(name[4:]).expanduser().resolve()
-    ident = "npz-" + re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)
+    ident = f"npz-{re.sub(r'[^A-Za-z0-9_.-]', '_', path.stem)}"
     other = _NPZ_IDS.setdefault(ident, path)
     if other != path:
         raise ValueError(
