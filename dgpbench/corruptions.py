@@ -1,4 +1,4 @@
-"""The four image corruptions of the paper at six intensities (appendix table).
+"""Image corruptions at six intensities: the paper's four and four image transformations.
 
 ============  =================  ==========================================================
 code          name               definition (images in [0, 1], shape (N, C, H, W))
@@ -8,27 +8,58 @@ code          name               definition (images in [0, 1], shape (N, C, H, W
 ``GN``        gaussian_noise     ``clip(x + σ·z, 0, 1)``, z ~ N(0, 1) per value
 ``PD``        pixel_dropout      a pixel is set to 0 in every channel with probability p
 ``UN``        uniform_noise      ``clip(x + u, 0, 1)``, u ~ U(-σ, σ) per value
+``RO``        rotation           rotation by ±θ degrees about the centre (sign per image)
+``ZO``        zoom               scaling by 1 ± z about the centre (sign per image: 1 + z
+                                 zooms in, 1 - z zooms out)
+``TR``        translation        shift by ``t`` times the image size in a random direction
+                                 φ ~ U(0, 2π) per image: (t·W·cos φ, t·H·sin φ) pixels
+``SH``        shear              horizontal shear by ±s degrees (sign per image)
 ============  =================  ==========================================================
+
+The last four (beyond the paper, which names rotation and zoom as shifts DGP may miss) use
+torchvision's ``transforms.v2.functional.affine`` with bilinear interpolation and fill 0 (the
+background of MNIST-like images), clipped to [0, 1]. Their magnitudes follow Rabanser et al.,
+"Failing loudly" (NeurIPS 2019), whose small / medium / large image shifts use Keras's
+``ImageDataGenerator`` with rotation 10 / 40 / 90 degrees, width and height shift 0.05 /
+0.2 / 0.4, shear 0.1 / 0.2 / 0.3 and zoom 0.1 / 0.2 / 0.4 (their ``shift_applicator.py``):
+those values are intensities II, IV and VI here, and I, III and V are filled in between
+(:data:`GEOMETRIC_TABLE`)::
+
+    intensity          I      II     III    IV     V      VI
+    RO  θ (degrees)    5      10     20     40     65     90
+    ZO  z              0.05   0.1    0.15   0.2    0.3    0.4
+    TR  t (of size)    0.025  0.05   0.1    0.2    0.3    0.4
+    SH  s (radians)    0.05   0.1    0.15   0.2    0.25   0.3
+
+Two deliberate differences from Keras's augmentation: every image gets the full magnitude of
+its intensity (random direction only), not a uniform draw from [-θ, θ], so that an intensity
+is one size of shift; and each code is one transformation (Rabanser et al. combine all of them
+with flips). Keras's ``shear_range`` is read in radians (its unit in early Keras 2 releases;
+later releases read degrees, in which 0.1-0.3 would be invisible on 28x28 images). The table
+is the same for every data set (the magnitudes are relative to the image).
 
 Kernel sizes: the table's κ = (a, b) is passed to torchvision unchanged, as the authors
 did (``GaussianBlur(kernel_size=κ)``). torchvision reads ``kernel_size`` as ``[kx, ky]``:
 ``a`` is the kernel's width (along W, columns) and ``b`` its height (along H, rows); so
 CIFAR-10's (3, 5) is 3 pixels wide and 5 tall. σ is the same along both axes.
 
-Intensity tables (:data:`INTENSITY_TABLE`) are exactly the paper's for ``mnist``,
+Intensity tables (:data:`INTENSITY_TABLE`) of the paper's four are exactly the paper's for ``mnist``,
 ``fashion-mnist`` and ``cifar10`` (identical to the authors' ``shift_configurations.py``).
 ``digits``, ``emnist`` and ``npz:`` data sets have no table in the paper and use MNIST's
 values (documented default); pass ``params=`` to :func:`corrupt` for other values.
 
 Randomness: every (seed, corruption, intensity) gets its own stream,
 ``numpy.random.default_rng([seed, code_index, intensity])`` with ``code_index`` the position
-of the code in ``("GB", "GN", "PD", "UN")``, so the same seed always gives the same images
-and no two cells share noise.
+of the code in :data:`CODES` (``GB, GN, PD, UN, RO, ZO, TR, SH``; the new codes come last, so
+the paper's four keep their streams), so the same seed always gives the same images and no
+two cells share noise. The blur is deterministic; the geometric codes draw only each image's
+direction from the stream.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,8 +74,17 @@ CORRUPTIONS: dict[str, str] = {
     "GN": "gaussian_noise",
     "PD": "pixel_dropout",
     "UN": "uniform_noise",
+    "RO": "rotation",
+    "ZO": "zoom",
+    "TR": "translation",
+    "SH": "shear",
 }
 """Short code -> long name; both forms are accepted everywhere."""
+
+PAPER_CODES: tuple[str, ...] = ("GB", "GN", "PD", "UN")
+"""The paper's four corruptions (Table 1); the others are :data:`GEOMETRIC_CODES`."""
+GEOMETRIC_CODES: tuple[str, ...] = ("RO", "ZO", "TR", "SH")
+"""Image transformations beyond the paper (torchvision affine maps)."""
 
 CODES: tuple[str, ...] = tuple(CORRUPTIONS)
 INTENSITIES: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
@@ -61,6 +101,16 @@ def _blur(sigmas: tuple[float, ...], kernels: tuple[tuple[int, int], ...]) -> li
 
 
 _DROPOUT = [{"p": p} for p in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)]
+
+GEOMETRIC_TABLE: dict[str, list[dict[str, float]]] = {
+    "rotation": [{"degrees": float(d)} for d in (5, 10, 20, 40, 65, 90)],
+    "zoom": [{"zoom": z} for z in (0.05, 0.1, 0.15, 0.2, 0.3, 0.4)],
+    "translation": [{"shift": t} for t in (0.025, 0.05, 0.1, 0.2, 0.3, 0.4)],
+    "shear": [{"degrees": math.degrees(r)} for r in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)],
+}
+"""Parameters of the geometric codes at intensities I..VI, the same for every data set
+(Rabanser et al.'s small / medium / large image shifts are II / IV / VI; see the module
+docstring)."""
 _SMALL_BLUR = _blur((0.35, 0.4, 0.5, 0.6, 0.7, 0.8), ((3, 3),) * 6)
 
 INTENSITY_TABLE: dict[str, dict[str, list[dict[str, Any]]]] = {
@@ -69,12 +119,14 @@ INTENSITY_TABLE: dict[str, dict[str, list[dict[str, Any]]]] = {
         "gaussian_noise": _noise((25, 40, 55, 70, 85, 100)),
         "pixel_dropout": _DROPOUT,
         "uniform_noise": _noise((25, 40, 55, 70, 85, 100)),
+        **GEOMETRIC_TABLE,
     },
     "fashion-mnist": {
         "gaussian_blur": _SMALL_BLUR,
         "gaussian_noise": _noise((10, 20, 30, 40, 50, 60)),
         "pixel_dropout": _DROPOUT,
         "uniform_noise": _noise((10, 20, 30, 40, 50, 60)),
+        **GEOMETRIC_TABLE,
     },
     "cifar10": {
         "gaussian_blur": _blur(
@@ -83,16 +135,30 @@ INTENSITY_TABLE: dict[str, dict[str, list[dict[str, Any]]]] = {
         "gaussian_noise": _noise((30, 60, 85, 100, 120, 140)),
         "pixel_dropout": _DROPOUT,
         "uniform_noise": _noise((30, 60, 85, 100, 120, 140)),
+        **GEOMETRIC_TABLE,
     },
 }
 """Per data set and long corruption name, the parameters of intensities I..VI (index 0..5)."""
 
 _DEFAULTED = ("digits", "emnist")
+_GEOMETRIC_NAMES = frozenset(CORRUPTIONS[c] for c in GEOMETRIC_CODES)
+# Valid magnitudes (low, high, high included): a zoom of 1 would scale to nothing, a shear of
+# 90 degrees is degenerate.
+_GEOMETRIC_RANGES = {
+    "rotation": (0.0, 180.0, True),
+    "zoom": (0.0, 1.0, False),
+    "translation": (0.0, 1.0, True),
+    "shear": (0.0, 90.0, False),
+}
 _PARAM_KEYS = {
     "gaussian_blur": {"sigma", "kernel_size"},
     "gaussian_noise": {"sigma"},
     "pixel_dropout": {"p"},
     "uniform_noise": {"sigma"},
+    "rotation": {"degrees"},
+    "zoom": {"zoom"},
+    "translation": {"shift"},
+    "shear": {"degrees"},
 }
 
 
@@ -163,7 +229,7 @@ def corruption_params(dataset: str, corruption: str, intensity: int) -> dict[str
         ``mnist``, ``fashion-mnist``, ``cifar10``; ``digits``, ``emnist`` and ``npz:...``
         get MNIST's values.
     corruption : str
-        Code (``GB``, ``GN``, ``PD``, ``UN``) or long name.
+        Code (``GB``, ``GN``, ``PD``, ``UN``, ``RO``, ``ZO``, ``TR``, ``SH``) or long name.
     intensity : int
         1 (I) to 6 (VI).
 
@@ -171,7 +237,9 @@ def corruption_params(dataset: str, corruption: str, intensity: int) -> dict[str
     -------
     dict
         ``{"sigma": float}`` for the noises, ``{"p": float}`` for pixel dropout,
-        ``{"sigma": float, "kernel_size": (kx, ky)}`` for the blur (a fresh copy).
+        ``{"sigma": float, "kernel_size": (kx, ky)}`` for the blur, ``{"degrees": float}``
+        for rotation and shear, ``{"zoom": float}`` for zoom and ``{"shift": float}`` (a
+        fraction of the image size) for translation (a fresh copy).
 
     Raises
     ------
@@ -200,6 +268,19 @@ def _check_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
             f"params for {name} must have keys {sorted(_PARAM_KEYS[name])}, got {sorted(params)}"
         )
     out = dict(params)
+    if name in _GEOMETRIC_NAMES:
+        (key,) = _PARAM_KEYS[name]
+        value = out[key]
+        low, high, closed = _GEOMETRIC_RANGES[name]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not (low <= value <= high if closed else low <= value < high)
+        ):
+            bracket = "]" if closed else ")"
+            raise ValueError(f"{name} {key} must be in [{low:g}, {high:g}{bracket}, got {value!r}")
+        out[key] = float(value)
+        return out
     if name == "pixel_dropout":
         p = out["p"]
         if not isinstance(p, (int, float)) or not 0 <= p <= 1:
@@ -253,7 +334,7 @@ def corrupt(
     images : array-like of shape (N, C, H, W)
         Pixel values in [0, 1]; not modified.
     corruption : str
-        ``GB``, ``GN``, ``PD``, ``UN`` or the long names.
+        ``GB``, ``GN``, ``PD``, ``UN``, ``RO``, ``ZO``, ``TR``, ``SH`` or the long names.
     intensity : int
         1 to 6; selects the table's parameters and the random stream.
     dataset : str, default="mnist"
@@ -295,6 +376,8 @@ def corrupt(
     if name == "gaussian_blur":
         return _gaussian_blur(x, params["kernel_size"], float(params["sigma"]))
     rng = corruption_rng(seed, name, level)
+    if name in _GEOMETRIC_NAMES:
+        return _affine(x, name, params, rng)
     if name == "gaussian_noise":
         noise = rng.standard_normal(x.shape, dtype=np.float32)
         noise *= np.float32(params["sigma"])
@@ -325,3 +408,44 @@ def _gaussian_blur(x: np.ndarray, kernel_size: tuple[int, int], sigma: float) ->
     out = gaussian_blur(torch.from_numpy(x), kernel_size=[kx, ky], sigma=[sigma, sigma])
     # Reflect-padded convolution with a normalised kernel stays in [0, 1] up to rounding.
     return np.clip(out.numpy(), 0.0, 1.0).astype(np.float32, copy=False)
+
+
+def _affine(x: np.ndarray, name: str, params: dict[str, float], rng: np.random.Generator):
+    """One affine map per image (the intensity's magnitude, a random direction per image)."""
+    import torch
+    from torchvision.transforms.v2 import functional as TF
+
+    n, _, h, w = x.shape
+    angle, scale, shear = np.zeros(n), np.ones(n), np.zeros(n)
+    tx, ty = np.zeros(n), np.zeros(n)
+    if name == "translation":
+        phi = rng.uniform(0.0, 2.0 * math.pi, size=n)
+        tx, ty = params["shift"] * w * np.cos(phi), params["shift"] * h * np.sin(phi)
+    else:
+        sign = rng.choice(np.array([-1.0, 1.0]), size=n)
+        if name == "rotation":
+            angle = sign * params["degrees"]
+        elif name == "zoom":
+            scale = 1.0 + sign * params["zoom"]
+        else:  # shear
+            shear = sign * params["degrees"]
+    out = np.empty_like(x)
+    # Images with equal parameters are transformed together (rotation, zoom and shear have
+    # two groups; translation has one per image).
+    keys = np.stack([angle, scale, shear, tx, ty], axis=1)
+    groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for g, (a, s, sh, dx, dy) in enumerate(groups):
+        idx = np.flatnonzero(inverse == g)
+        moved = TF.affine(
+            torch.from_numpy(x[idx]),
+            angle=float(a),
+            translate=[float(dx), float(dy)],
+            scale=float(s),
+            shear=[float(sh), 0.0],
+            interpolation=TF.InterpolationMode.BILINEAR,
+            fill=0.0,
+        )
+        out[idx] = moved.numpy()
+    # Bilinear interpolation of values in [0, 1] stays in [0, 1] up to rounding.
+    return np.clip(out, 0.0, 1.0, out=out)
