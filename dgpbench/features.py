@@ -23,6 +23,11 @@ Raw representations:
   default; ``signed=True`` keeps the signs, as the authors' code does);
 * :class:`SoftmaxFeatures` - the softmax output (BBSD); it returns the softmax vector itself
   by default (``representation="softmax"``).
+
+A network whose trailing part is an MLP (e.g. a CNN: convolutions, ``Flatten``, linear
+layers), or a ``(body, head)`` pair, is accepted too (:func:`dgpbench.cnn.split_network`):
+the body runs in torch and TU, DGP and MAGDiff use the head's activation graphs with the
+body's output as the input layer; Softmax uses the whole network.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
-from dgpbench.graphs import MLPGraph
+from dgpbench.cnn import split_network
 from dgpbench.labels import METHOD_LABELS
 from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
 
@@ -97,12 +102,13 @@ def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
         raise ValueError("model is None: pass a trained torch MLP or a checkpoint path")
     if isinstance(model, str | os.PathLike):
         from dgpbench.data import DATASETS, image_shape
-        from dgpbench.models import load_checkpoint
+        from dgpbench.models import load_checkpoint, model_arch
 
         module, meta = load_checkpoint(model)
         dataset = meta.get("dataset")
         shape = image_shape(dataset) if dataset in DATASETS else None
-        if shape is not None and int(np.prod(shape)) != meta["arch"]["n_inputs"]:
+        n_inputs = model_arch(meta["arch"], meta.get("kind", "mlp")).n_inputs
+        if shape is not None and int(np.prod(shape)) != n_inputs:
             shape = None
         return module, shape
     return model, None
@@ -161,16 +167,25 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
 
     def _validate_input(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
         """Flatten images, validate ``X`` (and ``y`` unless ``"no_validation"``, scikit-learn's
-        convention), and check the input size against the model."""
+        convention), run the model's body if it has one, and check the MLP's input size."""
+        shape = getattr(X, "shape", None)
         X = _flatten_images(X, getattr(self, "input_shape_", None))
         out = validate_data(self, X, y, reset=reset, dtype=np.float32)
-        X = out if isinstance(y, str) and y == "no_validation" else out[0]
+        with_y = not (isinstance(y, str) and y == "no_validation")
+        X = out[0] if with_y else out
+        if self.body_ is not None:
+            if reset:  # the body sees images in the model's shape, or as they were fitted
+                sample = tuple(shape[1:]) if shape is not None and len(shape) > 2 else None
+                self.body_input_shape_ = self.input_shape_ or sample or (X.shape[1],)
+            X = self.body_(X.reshape(len(X), *self.body_input_shape_), batch_size=self.batch_size)
         n_in = self.graph_.n_inputs
         if X.shape[1] != n_in:
+            where = "the model's body returns" if self.body_ is not None else "X has"
             raise ValueError(
-                f"X has {X.shape[1]} features per sample but the model expects {n_in} inputs"
+                f"{where} {X.shape[1]} features per sample but the model's MLP part expects "
+                f"{n_in} inputs"
             )
-        return out
+        return (X, out[1]) if with_y else X
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> _MLPFeatures:
@@ -193,7 +208,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
             The fitted transformer.
         """
         module, self.input_shape_ = _load_model(self.model)
-        self.graph_ = MLPGraph.from_module(module)
+        self.body_, self.graph_ = split_network(module)
         if y is None:
             X = self._validate_input(X, reset=True)
             y = self._predict_classes(X)
@@ -277,8 +292,8 @@ class DGPFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP (``nn.Linear`` layers and element-wise activations) or the path of a
-        dgpbench checkpoint.
+        A trained MLP (``nn.Linear`` layers and element-wise activations), a network ending
+        in one (e.g. a CNN) or a ``(body, head)`` pair, or the path of a dgpbench checkpoint.
     standardize : bool, default=True
         Standardise each signed layer of the activation graph (subtract its mean, divide by
         its standard deviation). ``False`` is the ablation "DGP (- norm)".
@@ -298,10 +313,13 @@ class DGPFeatures(_MLPFeatures):
     Attributes
     ----------
     graph_ : MLPGraph
-        The model's weights in graph orientation.
+        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
+        orientation.
     input_shape_ : tuple of int or None
         The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
         sets); 4-D batches must then have exactly this shape.
+    body_ : dgpbench.cnn.NetworkBody or None
+        The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.
     class_means_ : list of one ndarray of shape (n_classes, n_inputs + n_outputs - 1)
@@ -378,7 +396,8 @@ class TUFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP or the path of a dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
+        dgpbench checkpoint.
     standardize : bool, default=False
         Standardise each signed layer first: the ablation "TU (+ norm)". As in the authors'
         code it divides by numpy's ``std()`` (``ddof=0``) + 1e-8, unlike DGP's unbiased one.
@@ -394,10 +413,13 @@ class TUFeatures(_MLPFeatures):
     Attributes
     ----------
     graph_ : MLPGraph
-        The model's weights in graph orientation.
+        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
+        orientation.
     input_shape_ : tuple of int or None
         The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
         sets); 4-D batches must then have exactly this shape.
+    body_ : dgpbench.cnn.NetworkBody or None
+        The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.
     class_means_ : list of ndarray, one of shape (n_classes, n_l + m_l - 1) per layer
@@ -468,7 +490,8 @@ class MAGDiffFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP or the path of a dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
+        dgpbench checkpoint.
     signed : bool, default=False
         Use the signed last-layer graph (the authors' code; workflow method
         ``magdiff_signed``) instead of the absolute one (``magdiff``).
@@ -484,10 +507,13 @@ class MAGDiffFeatures(_MLPFeatures):
     Attributes
     ----------
     graph_ : MLPGraph
-        The model's weights in graph orientation.
+        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
+        orientation.
     input_shape_ : tuple of int or None
         The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
         sets); 4-D batches must then have exactly this shape.
+    body_ : dgpbench.cnn.NetworkBody or None
+        The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.
     class_means_ : list of one ndarray of shape (n_classes, n_{L-1} * n_outputs)
@@ -546,7 +572,8 @@ class SoftmaxFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP or the path of a dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
+        dgpbench checkpoint.
     representation : {"softmax", "distances"}, default="softmax"
         The softmax vector itself (the paper's baseline), or its distances to the class
         means of the reference images.
@@ -560,10 +587,13 @@ class SoftmaxFeatures(_MLPFeatures):
     Attributes
     ----------
     graph_ : MLPGraph
-        The model's weights in graph orientation.
+        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
+        orientation.
     input_shape_ : tuple of int or None
         The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
         sets); 4-D batches must then have exactly this shape.
+    body_ : dgpbench.cnn.NetworkBody or None
+        The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.
     class_means_ : list of one ndarray of shape (n_classes, n_outputs)

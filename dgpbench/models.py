@@ -44,7 +44,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -81,6 +81,8 @@ class ArchConfig:
     activation: str = "relu"
     batchnorm: bool = False
     dropout: float = 0.0
+
+    kind: ClassVar[str] = "mlp"
 
     def __post_init__(self) -> None:
         _check_arch(
@@ -336,6 +338,27 @@ def _weights_digest(state: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
+def model_arch(arch: Any, kind: str | None = None) -> Any:
+    """Return the architecture object of a model kind (``"mlp"``: :class:`ArchConfig`,
+    ``"cnn"``: :class:`dgpbench.cnn.CNNConfig`) from itself or its dict.
+
+    Raises
+    ------
+    ValueError
+        On an unknown kind.
+    """
+    if not isinstance(arch, dict):
+        return arch
+    kind = "mlp" if kind is None else kind
+    if kind == "mlp":
+        return ArchConfig(**arch)
+    if kind == "cnn":
+        from dgpbench.cnn import CNNConfig
+
+        return CNNConfig(**arch)
+    raise ValueError(f"unknown model kind {kind!r}; expected 'mlp' or 'cnn'")
+
+
 def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[str, Any]) -> Path:
     """Write ``model``'s weights, their SHA-256 and ``meta`` to ``path`` atomically.
 
@@ -346,8 +369,9 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
     model : torch.nn.Module
         The network; its ``state_dict`` is stored.
     meta : dict
-        Must contain ``"arch"`` (an :class:`ArchConfig` or its dict) so the file can be loaded
-        without the training code; may contain ``train_config``, ``dataset``, ``epoch``,
+        Must contain ``"arch"`` (an :class:`ArchConfig`, a :class:`dgpbench.cnn.CNNConfig`,
+        or the dict of one with ``"kind"``) so the file can be loaded without the training
+        code; the model kind is stored as ``"kind"``. May contain ``train_config``, ``dataset``, ``epoch``,
         ``metrics``... (plain values, dataclasses, tuples and paths are converted).
 
     Returns
@@ -361,13 +385,12 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
     """
     if "arch" not in meta:
         raise ValueError("meta must contain 'arch' (an ArchConfig or its dict)")
-    arch = meta["arch"]
-    arch = arch if isinstance(arch, ArchConfig) else ArchConfig(**arch)
+    arch = model_arch(meta["arch"], meta.get("kind"))
     payload = {
         "format": CHECKPOINT_FORMAT,
         "version": CHECKPOINT_VERSION,
         "torch_version": str(torch.__version__),
-        "meta": _plain({**meta, "arch": arch}),
+        "meta": _plain({**meta, "arch": arch, "kind": arch.kind}),
         "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
     }
     payload["weights_sha256"] = _weights_digest(payload["state_dict"])
@@ -400,7 +423,8 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[s
     Returns
     -------
     model : torch.nn.Sequential
-        Rebuilt from the stored architecture, weights loaded, in ``eval()`` mode.
+        Rebuilt from the stored architecture (an MLP, or a CNN for ``kind: cnn``), weights
+        loaded, in ``eval()`` mode.
     meta : dict
         The stored metadata (``arch``, and usually ``train_config``, ``dataset``, ``epoch``,
         ``metrics``) plus ``format`` and ``version``.
@@ -463,7 +487,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[s
             "with them (damaged copy or disk?); retrain or restore the file"
         )
     try:
-        arch = ArchConfig(**meta["arch"])
+        arch = model_arch(meta["arch"], meta.get("kind", "mlp"))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path} stores an invalid architecture {meta['arch']!r}: {exc}") from exc
     model = arch.build(generator=torch.Generator().manual_seed(0))
@@ -556,8 +580,9 @@ def train_mlp(
         :func:`dgpbench.data.load_dataset`. ``val_fraction`` of them are held out.
     y_train : array-like of shape (N,)
         Integer labels in ``[0, arch.n_classes)``.
-    arch : ArchConfig or dict
-        The architecture; ``n_inputs`` must equal the flattened image size.
+    arch : ArchConfig, dgpbench.cnn.CNNConfig or dict
+        The architecture (a dict is an MLP's); ``n_inputs`` must equal the flattened image
+        size.
     config : TrainConfig, optional
         Hyperparameters (default: :func:`shift_detection_config`).
     out_dir : str or path-like
@@ -587,7 +612,7 @@ def train_mlp(
     config = shift_detection_config() if config is None else config
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    arch = arch if isinstance(arch, ArchConfig) else ArchConfig(**arch)
+    arch = model_arch(arch)
     x = as_float_array(x_train, "x_train", dtype=np.float32)
     x = x.reshape(len(x), -1)
     y = np.asarray(y_train)
