@@ -9,6 +9,7 @@ configfile: "config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/cnn.smk"
 include: "workflow/rules/images.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/detect.smk"

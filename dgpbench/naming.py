@@ -3,8 +3,9 @@
 Each convention has one function that writes it and one that reads it back; the package and
 the workflow's rules (``workflow/rules/*.smk``) use only these.
 
-- A shift-detection model is ``h{hidden}-l{layers}-s{seed}`` (``h16-l2-s0``): its folder
-  under ``results/models/<dataset>/`` and the ``model`` column of the records.
+- A shift-detection model is ``h{hidden}-l{layers}-s{seed}`` (``h16-l2-s0``) for an MLP and
+  ``cnn-h{hidden}-l{layers}-s{seed}`` for a CNN (hidden width and layers of its MLP head): its
+  folder under ``results/models/<dataset>/`` and the ``model`` column of the records.
 - The features of corrupted images are stored under ``<code>_<intensity>`` (``GN_3``:
   Gaussian noise at intensity 3) in a features ``.npz``.
 """
@@ -26,10 +27,14 @@ __all__ = [
 ]
 
 _MODEL_ID = "h{hidden}-l{layers}-s{seed}"
-#: Regular expression of a model id (no groups), e.g. for Snakemake's wildcard constraints.
-MODEL_ID_PATTERN = _MODEL_ID.format(hidden="[0-9]+", layers="[0-9]+", seed="[0-9]+")
+# Model kind -> id prefix; MLP ids (the paper's) have none.
+_KIND_PREFIX = {"mlp": "", "cnn": "cnn-"}
+#: Regular expression of a model id (no capturing groups), e.g. for Snakemake's wildcard
+#: constraints.
+MODEL_ID_PATTERN = "(?:cnn-)?" + _MODEL_ID.format(hidden="[0-9]+", layers="[0-9]+", seed="[0-9]+")
 _MODEL_ID_RE = re.compile(
-    _MODEL_ID.format(
+    "(?:(?P<kind>cnn)-)?"
+    + _MODEL_ID.format(
         hidden="(?P<hidden>[0-9]+)", layers="(?P<layers>[0-9]+)", seed="(?P<seed>[0-9]+)"
     )
 )
@@ -37,22 +42,26 @@ _FEATURE_KEY_RE = re.compile(r"(?P<code>[A-Za-z0-9]+)_(?P<intensity>[0-9]+)")
 
 
 class ModelId(NamedTuple):
-    """The parts of a model id: hidden units per layer, linear maps, seed."""
+    """The parts of a model id: hidden units per layer, linear maps, seed, model kind."""
 
     hidden: int
     layers: int
     seed: int
+    kind: str = "mlp"
 
 
-def model_id(hidden: int, layers: int, seed: int) -> str:
-    """The id ``h{hidden}-l{layers}-s{seed}`` of a shift-detection model.
+def model_id(hidden: int, layers: int, seed: int, kind: str = "mlp") -> str:
+    """The id ``h{hidden}-l{layers}-s{seed}`` of a shift-detection model (``cnn-`` first for
+    a CNN).
 
     Parameters
     ----------
     hidden, layers : int
-        Hidden units per layer and number of linear maps (positive).
+        Hidden units per layer and number of linear maps (positive); a CNN's are its head's.
     seed : int
         Model seed (non-negative).
+    kind : {"mlp", "cnn"}, default="mlp"
+        Model kind.
 
     Returns
     -------
@@ -61,14 +70,16 @@ def model_id(hidden: int, layers: int, seed: int) -> str:
     Raises
     ------
     ValueError
-        If a part is not an integer in its range.
+        If a part is not an integer in its range, or on an unknown kind.
 
     Examples
     --------
-    >>> model_id(16, 2, 0)
-    'h16-l2-s0'
+    >>> model_id(16, 2, 0), model_id(16, 2, 0, kind="cnn")
+    ('h16-l2-s0', 'cnn-h16-l2-s0')
     """
-    return _MODEL_ID.format(
+    if kind not in _KIND_PREFIX:
+        raise ValueError(f"model kind must be one of {sorted(_KIND_PREFIX)}, got {kind!r}")
+    return _KIND_PREFIX[kind] + _MODEL_ID.format(
         hidden=check_int(hidden, "hidden"),
         layers=check_int(layers, "layers"),
         seed=check_int(seed, "seed", minimum=0),
@@ -86,14 +97,19 @@ def parse_model_id(text: str) -> ModelId:
     Examples
     --------
     >>> parse_model_id("h16-l2-s0")
-    ModelId(hidden=16, layers=2, seed=0)
+    ModelId(hidden=16, layers=2, seed=0, kind='mlp')
+    >>> parse_model_id("cnn-h16-l2-s0").kind
+    'cnn'
     """
     match = _MODEL_ID_RE.fullmatch(str(text))
     if match is None:
         raise ValueError(
-            f"model id must look like h16-l2-s0 (h<hidden>-l<layers>-s<seed>), got {text!r}"
+            "model id must look like h16-l2-s0 (h<hidden>-l<layers>-s<seed>, cnn-h16-l2-s0 "
+            f"for a CNN), got {text!r}"
         )
-    return ModelId(*(int(match[field]) for field in ModelId._fields))
+    return ModelId(
+        int(match["hidden"]), int(match["layers"]), int(match["seed"]), match["kind"] or "mlp"
+    )
 
 
 def feature_key(code: str, intensity: int) -> str:

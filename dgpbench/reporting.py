@@ -2,9 +2,13 @@
 
 Input: one tidy frame of bootstrap records with the columns ``dataset, hidden, layers, seed,
 method, corruption, intensity, n, delta, draw, rejected`` (``corruption == "none"`` and
-``delta == 0`` for the calibration runs). A table cell is the detection ratio in percent: the
-mean of ``rejected`` over models x intensities x deltas x draws (the paper's aggregation);
-:func:`pooled_records` selects the deltas to pool (the workflow's ``report.pool_deltas``).
+``delta == 0`` for the calibration runs), and optionally ``kind`` (``mlp`` or ``cnn``; missing
+means MLP). The paper's tables and figures use MLPs and the paper's four corruptions only;
+the shifts beyond the paper (RO, ZO, TR, SH, KO) and the CNNs go to their own tables
+(:func:`beyond_tables`) and figure, so adding them never changes the paper's tables. A table
+cell is the detection ratio in percent: the mean of ``rejected`` over models x intensities x
+deltas x draws (the paper's aggregation); :func:`pooled_records` selects the deltas to pool
+(the workflow's ``report.pool_deltas``).
 The CSV versions add a 95% Wilson score interval that treats every draw as an independent
 Bernoulli trial (draws share images and models, so read it as a lower bound on uncertainty);
 the figures draw it as a band.
@@ -34,6 +38,22 @@ log = logging.getLogger(__name__)
 MAIN_METHODS = ("softmax", "tu", "magdiff", "dgp")
 ABLATION_METHODS = ("tu", "tu_norm", "dgp_nonorm", "dgp")
 CORRUPTION_ORDER = ("GB", "GN", "PD", "UN")
+BEYOND_ORDER = ("RO", "ZO", "TR", "SH", "KO")
+"""Shifts beyond the paper: image transformations and the knock-out label shift."""
+SHIFT_ORDER = CORRUPTION_ORDER + BEYOND_ORDER
+
+
+def _of_kind(records: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """Records of one model kind (records without a ``kind`` column are all MLPs)."""
+    if "kind" not in records:
+        return records if kind == "mlp" else records.iloc[:0]
+    return records[records["kind"] == kind]
+
+
+def _paper_records(records: pd.DataFrame) -> pd.DataFrame:
+    """MLP records of the paper's corruptions and of the calibration runs."""
+    rec = _of_kind(records, "mlp")
+    return rec[rec["corruption"].isin([*CORRUPTION_ORDER, "none"])]
 
 
 def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
@@ -160,7 +180,7 @@ def _labelled(cells: pd.DataFrame) -> pd.DataFrame:
         )
     if "corruption" in cells:
         cells["Corruption"] = pd.Categorical(
-            cells["corruption"], _ordered(cells["corruption"], CORRUPTION_ORDER)
+            cells["corruption"], _ordered(cells["corruption"], SHIFT_ORDER)
         )
     return cells.sort_values(
         [c for c in ("n", "Dataset", "Corruption", "Method") if c in cells]
@@ -210,9 +230,14 @@ def pooled_records(records: pd.DataFrame, deltas: Sequence[float] | None) -> pd.
 def main_table(
     records: pd.DataFrame, out_dir: str | os.PathLike, methods: Sequence[str] = MAIN_METHODS
 ) -> pd.DataFrame:
-    """Table 1: rows n x method, columns dataset x corruption."""
-    rec = shift_records(records)
+    """Table 1: rows n x method, columns dataset x corruption (MLPs, the paper's corruptions)."""
+    rec = shift_records(_paper_records(records))
     rec = rec[rec["method"].isin(methods)]
+    title = "Covariate shift detection ratio (%); bold = best per column and n; * = better of DGP and TU"
+    if rec.empty:
+        note = "No MLP with one of the paper's corruptions (GB, GN, PD, UN) in this configuration."
+        write_empty_table(Path(out_dir) / "table1_shift_detection", title=title, note=note)
+        return pd.DataFrame()
     cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
     cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], methods))
     write_table(
@@ -220,7 +245,7 @@ def main_table(
         ["n", "Method"],
         ["Dataset", "Corruption"],
         Path(out_dir) / "table1_shift_detection",
-        title="Covariate shift detection ratio (%); bold = best per column and n; * = better of DGP and TU",
+        title=title,
         label="tab:dnp:results",
     )
     return cells
@@ -233,7 +258,7 @@ def ablation_tables(
     ns_main: Sequence[int] = (20, 50, 100),
 ) -> pd.DataFrame:
     """The ablation table (n in ``ns_main``) and its full appendix version (all n)."""
-    rec = shift_records(records)
+    rec = shift_records(_paper_records(records))
     rec = rec[rec["method"].isin(ABLATION_METHODS) & rec["dataset"].isin(datasets)]
     if rec.empty:
         note = "No ablation data set in this configuration (config key ablation.datasets)."
@@ -264,15 +289,29 @@ def ablation_tables(
 
 
 def calibration_table(
-    records: pd.DataFrame, out_dir: str | os.PathLike, alpha: float = 0.05
+    records: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    alpha: float = 0.05,
+    kind: str = "mlp",
 ) -> pd.DataFrame:
     """False detection rates (delta = 0): rows n x method, columns data set.
 
     The paper shows TU and DGP; every computed method is included here, the paper's two first.
     ``alpha`` is the significance level the records were computed with (the protocol's
-    ``alpha``); the caption states it, as the rates should lie near it.
+    ``alpha``); the caption states it, as the rates should lie near it. MLPs only
+    (``kind="cnn"`` gives the CNNs' version, ``table_cnn_calibration``).
     """
-    cells = detection_cells(clean_records(records), ["dataset", "n", "method"])
+    rec = clean_records(_of_kind(records, kind))
+    stem = "table_appendix_calibration" if kind == "mlp" else f"table_{kind}_calibration"
+    title = f"False detection rate (%) on clean batches (alpha = {100 * alpha:g}%)"
+    if kind != "mlp":
+        title += f", {kind.upper()}s"
+    if rec.empty:
+        write_empty_table(
+            Path(out_dir) / stem, title=title, note=f"No {kind} models in this configuration."
+        )
+        return pd.DataFrame()
+    cells = detection_cells(rec, ["dataset", "n", "method"])
     cells["best"] = False
     cells["star"] = False
     cells = _labelled(cells)
@@ -280,9 +319,11 @@ def calibration_table(
         cells,
         ["n", "Method"],
         ["Dataset"],
-        Path(out_dir) / "table_appendix_calibration",
-        title=f"False detection rate (%) on clean batches (alpha = {100 * alpha:g}%)",
-        label="tab:appendix:additional:onp:calibration",
+        Path(out_dir) / stem,
+        title=title,
+        label="tab:appendix:additional:onp:calibration"
+        if kind == "mlp"
+        else f"tab:{kind}:calibration",
     )
     return cells
 
@@ -360,6 +401,54 @@ def auroc_table(
     return cells
 
 
+def beyond_tables(
+    records: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    methods: Sequence[str] = MAIN_METHODS,
+    alpha: float = 0.05,
+) -> dict[str, pd.DataFrame]:
+    """The tables beyond the paper, in Table 1's layout (rows n x method, columns data set x
+    shift): ``table_beyond_shifts`` (MLPs under RO, ZO, TR, SH and KO), ``table_cnn`` (CNNs
+    under every configured shift) and ``table_cnn_calibration``. A table without data in this
+    configuration is written with a note saying so."""
+    out = Path(out_dir)
+    mlp = shift_records(_of_kind(records, "mlp"))
+    specs = {
+        "table_beyond_shifts": (
+            mlp[mlp["corruption"].isin(BEYOND_ORDER)],
+            "Shift detection ratio (%) beyond the paper, MLPs: RO rotation, ZO zoom, TR "
+            "translation, SH shear, KO knock-out label shift; bold = best per column and n; "
+            "* = better of DGP and TU",
+            "tab:beyond:shifts",
+            "No shift beyond the paper (corruptions RO, ZO, TR, SH or label_shift) for MLPs in "
+            "this configuration.",
+        ),
+        "table_cnn": (
+            shift_records(_of_kind(records, "cnn")),
+            "Shift detection ratio (%) with CNNs (TU, MAGDiff and DGP on the MLP head, Softmax "
+            "on the whole network); bold = best per column and n; * = better of DGP and TU",
+            "tab:cnn:shifts",
+            "No CNN models in this configuration (models.kind).",
+        ),
+    }
+    tables = {}
+    for stem, (rec, title, label, note) in specs.items():
+        rec = rec[rec["method"].isin(methods)]
+        if rec.empty:
+            write_empty_table(out / stem, title=title, note=note)
+            tables[stem] = pd.DataFrame()
+            continue
+        cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
+        cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], methods))
+        cells = cells.rename(columns={"Corruption": "Shift"})
+        write_table(
+            cells, ["n", "Method"], ["Dataset", "Shift"], out / stem, title=title, label=label
+        )
+        tables[stem] = cells
+    tables["table_cnn_calibration"] = calibration_table(records, out, alpha=alpha, kind="cnn")
+    return tables
+
+
 # --------------------------------------------------------------------------------------------
 # Figures
 # --------------------------------------------------------------------------------------------
@@ -435,15 +524,18 @@ def figures(
     methods: Sequence[str] = MAIN_METHODS,
     pool_deltas: Sequence[float] | None = None,
 ) -> list[Path]:
-    """Gaussian noise by n per data set; by delta; overview of all corruptions.
+    """Gaussian noise by n per data set; by delta; overview of all corruptions (MLPs, the
+    paper's corruptions); and ``fig_beyond``: the shifts beyond the paper (MLPs) and every
+    shift for CNNs, by n.
 
-    The by-n and overview figures pool ``pool_deltas`` (None: every delta); the by-delta
-    figure shows every delta that was run.
+    The by-n, overview and beyond figures pool ``pool_deltas`` (None: every delta); the
+    by-delta figure shows every delta that was run.
     """
     out = Path(out_dir)
-    rec = shift_records(records)
+    beyond = _beyond_figure(pooled_records(records, pool_deltas), out / "fig_beyond", methods)
+    rec = shift_records(_paper_records(records))
     rec = rec[rec["method"].isin(methods)]
-    pooled = pooled_records(rec, pool_deltas)
+    pooled = pooled_records(rec, pool_deltas) if len(rec) else rec
     written = []
     gn = rec[rec["corruption"] == "GN"]
     if len(gn):
@@ -472,17 +564,20 @@ def figures(
                 "Gaussian noise (GN) is not among the configured corruptions.", out / stem
             )
     written += [out / "fig_gn_by_n.png", out / "fig_gn_by_delta.png"]
-    cells = _labelled(detection_cells(pooled, ["dataset", "corruption", "n", "method"]))
-    _lineplot_grid(
-        cells,
-        "Dataset",
-        "Corruption",
-        "All corruptions: detection ratio by sample size",
-        out / "fig_overview",
-    )
+    if pooled.empty:
+        _message_figure("No MLP with one of the paper's corruptions.", out / "fig_overview")
+    else:
+        cells = _labelled(detection_cells(pooled, ["dataset", "corruption", "n", "method"]))
+        _lineplot_grid(
+            cells,
+            "Dataset",
+            "Corruption",
+            "All corruptions: detection ratio by sample size",
+            out / "fig_overview",
+        )
     written.append(out / "fig_overview.png")
-    written.append(calibration_figure(records, out, methods))
-    return written
+    written.append(calibration_figure(_paper_records(records), out, methods))
+    return [*written, beyond]
 
 
 def calibration_figure(
@@ -536,4 +631,22 @@ def calibration_figure(
     grid.figure.suptitle("Calibration: clean-vs-clean p-values against uniform (dashed)", y=1.02)
     save_figure(grid.figure, stem, bbox_inches="tight")
     plt.close(grid.figure)
+    return stem.with_suffix(".png")
+
+
+def _beyond_figure(records: pd.DataFrame, stem: Path, methods: Sequence[str]) -> Path:
+    rec = shift_records(records)
+    rec = rec[rec["method"].isin(methods)]
+    kind = rec["kind"] if "kind" in rec else pd.Series("mlp", index=rec.index)
+    rec = rec[(kind == "cnn") | rec["corruption"].isin(BEYOND_ORDER)].copy()
+    if rec.empty:
+        _message_figure("No shift beyond the paper and no CNN in this configuration.", stem)
+        return stem.with_suffix(".png")
+    rec["kind"] = kind.loc[rec.index].str.upper()
+    cells = _labelled(detection_cells(rec, ["dataset", "kind", "corruption", "n", "method"]))
+    cells["Models"] = cells["Dataset"].astype(str) + ", " + cells["kind"]
+    cells = cells.rename(columns={"Corruption": "Shift"})
+    _lineplot_grid(
+        cells, "Models", "Shift", "Beyond the paper: detection ratio by sample size", stem
+    )
     return stem.with_suffix(".png")

@@ -88,6 +88,43 @@ def _train(args: argparse.Namespace) -> None:
     log.info("trained %s -> %s", arch, out / "model.pt")
 
 
+def _train_cnn_args(p: argparse.ArgumentParser) -> None:
+    _train_args(p)
+    p.add_argument(
+        "--channels", type=_positive_int, nargs=2, default=[8, 16], help="conv block channels"
+    )
+
+
+def _train_cnn(args: argparse.Namespace) -> None:
+    import os
+
+    from dgpbench.cnn import CNNConfig
+    from dgpbench.data import load_dataset, n_classes
+    from dgpbench.models import shift_detection_config, train_mlp
+
+    x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
+    arch = CNNConfig(
+        input_shape=tuple(x.shape[1:]),
+        hidden=args.hidden,
+        n_layers=args.layers,
+        n_classes=n_classes(args.dataset, args.data_root),
+        activation=args.activation,
+        channels=tuple(args.channels),
+    )
+    config = shift_detection_config(
+        lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        val_fraction=args.val_fraction,
+        seed=args.seed,
+        threads=args.threads,
+    )
+    out = Path(args.out_dir)
+    final = train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=False)
+    os.replace(final, out / "model.pt")
+    log.info("trained %s -> %s", arch, out / "model.pt")
+
+
 # --------------------------------------------------------------------------------------------
 # images / corrupt
 # --------------------------------------------------------------------------------------------
@@ -121,7 +158,7 @@ def _images(args: argparse.Namespace) -> None:
 def _corrupt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="selects the intensity table")
     p.add_argument("--images", required=True, help="clean image set (.npz from `dgpbench images`)")
-    p.add_argument("--corruption", required=True, help="GB, GN, PD or UN")
+    p.add_argument("--corruption", required=True, help="GB, GN, PD, UN, RO, ZO, TR or SH")
     p.add_argument("--intensities", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
     p.add_argument("--seed", type=int, default=112)
     p.add_argument("--out", required=True, help="output .npz with one array per intensity")
@@ -292,6 +329,17 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
     p.add_argument("--no-calibration", action="store_true", help="skip the delta = 0 draws")
     p.add_argument(
+        "--labels", default=None, help="clean image set (.npz, its y_test) for the KO label shift"
+    )
+    p.add_argument(
+        "--knockout-intensities",
+        type=int,
+        nargs="*",
+        default=[],
+        help="knock-out label-shift intensities (1-6; needs --labels)",
+    )
+    p.add_argument("--knockout-class", type=int, default=0, help="the class knocked out")
+    p.add_argument(
         "--tag", action="append", default=[], help="key=value column added to the records"
     )
     p.add_argument("--out", required=True, help="output CSV of bootstrap records")
@@ -314,6 +362,12 @@ def _detect(args: argparse.Namespace) -> None:
     _require(feats, args.features, ["clean"], "features")
     clean = feats.pop("clean")
     feats.pop("classes", None)
+    if args.knockout_intensities:
+        from dgpbench.label_shift import LABEL_SHIFT_CODE, label_shift_detection
+
+        if args.labels is None:
+            raise ValueError("--knockout-intensities needs --labels (the clean image set)")
+        labels = load_npz(args.labels)["y_test"]
     common = {
         "ns": args.ns,
         "n_draws": args.draws,
@@ -329,6 +383,16 @@ def _detect(args: argparse.Namespace) -> None:
         code, intensity = parse_feature_key(key)
         rec = bootstrap_detection(clean, feats[key], deltas=args.deltas, **common)
         frames.append(rec.assign(corruption=code, intensity=intensity))
+    if args.knockout_intensities:
+        rec = label_shift_detection(
+            clean,
+            labels,
+            intensities=args.knockout_intensities,
+            deltas=args.deltas,
+            knocked_class=args.knockout_class,
+            **common,
+        )
+        frames.append(rec.assign(corruption=LABEL_SHIFT_CODE))
     records = pd.concat(frames, ignore_index=True)
     records["n_features"] = clean.shape[1]  # d, to Bonferroni-adjust min_p afterwards
     front = ["corruption", "intensity"]
@@ -386,7 +450,7 @@ def _aggregate(args: argparse.Namespace) -> None:
 
 def _read_records(path: str) -> pd.DataFrame:
     records = pd.read_csv(path)
-    for col in ("dataset", "method", "corruption", "model"):
+    for col in ("dataset", "method", "corruption", "model", "kind"):
         if col in records:
             records[col] = records[col].astype(str)
     return records
@@ -428,7 +492,8 @@ def _tables(args: argparse.Namespace) -> None:
     reporting.main_table(records, args.out_dir, methods=args.methods)
     reporting.ablation_tables(records, args.out_dir, ablation, ns_main=args.ablation_ns)
     reporting.calibration_table(records, args.out_dir, alpha=args.alpha)
-    reporting.auroc_table(records, args.out_dir, methods=args.methods)
+    reporting.auroc_table(reporting._paper_records(records), args.out_dir, methods=args.methods)
+    reporting.beyond_tables(records, args.out_dir, methods=args.methods, alpha=args.alpha)
     log.info("tables -> %s", args.out_dir)
 
 
@@ -505,6 +570,11 @@ def _compare(args: argparse.Namespace) -> None:
 SUBCOMMANDS.update(
     {
         "train": ("Train one MLP and write model.pt + metrics.csv.", _train_args, _train),
+        "train-cnn": (
+            "Train one CNN (two conv blocks + MLP head) and write model.pt + metrics.csv.",
+            _train_cnn_args,
+            _train_cnn,
+        ),
         "images": ("Draw the reference and clean test image sets.", _images_args, _images),
         "corrupt": (
             "Corrupt the clean test images at several intensities.",

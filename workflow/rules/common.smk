@@ -64,13 +64,17 @@ DATASETS = {dataset_id(d): d for d in config["datasets"]}
 # Ablation data sets outside `datasets` are skipped, so `--config datasets=[...]` alone
 # selects a subset of the paper's grid.
 ABLATION = [dataset_id(d) for d in config["ablation"]["datasets"] if dataset_id(d) in DATASETS]
+KINDS = config["models"]["kind"]
+KINDS = [KINDS] if isinstance(KINDS, str) else list(KINDS)
+# Model ids: h<hidden>-l<layers>-s<seed> for MLPs, cnn-h<hidden>-l<layers>-s<seed> for CNNs.
 MODELS = [
-    model_id(h, l, s)
-    for h, l, s in itertools.product(
-        config["models"]["hidden"], config["models"]["layers"], config["models"]["seeds"]
+    model_id(h, l, s, kind)
+    for kind, h, l, s in itertools.product(
+        KINDS, config["models"]["hidden"], config["models"]["layers"], config["models"]["seeds"]
     )
 ]
 CORRUPTIONS = config["corruptions"]
+LABEL_SHIFT = config["label_shift"]["intensities"]
 
 
 def methods_for(dataset):
@@ -156,4 +160,4 @@ wildcard_constraints:
     dataset="[A-Za-z0-9_.-]+",
     model=MODEL_ID_PATTERN,
     method=r"[a-z_]+|[A-Za-z_][\w.]*:[A-Za-z_]\w*",
-    corruption="GB|GN|PD|UN",
+    corruption="GB|GN|PD|UN|RO|ZO|TR|SH",

@@ -2,6 +2,7 @@
 SHIFT_SECTION = "Section 5.2 - covariate shift detection"
 ABLATION_SECTION = "Section 5.3 - ablation of DGP"
 CALIBRATION_SECTION = "Appendix - calibration"
+BEYOND_SECTION = "Beyond the paper - new shifts and CNNs"
 COMPARISON_SECTION = "Table 1 - published vs reproduced"
 
 
@@ -26,7 +27,8 @@ rule aggregate:
 
 
 rule tables:
-    """Table 1, the ablation tables, the calibration and the AUROC table (CSV, Markdown, LaTeX)."""
+    """Table 1, the ablation tables, the calibration and the AUROC table (CSV, Markdown, LaTeX);
+    the tables beyond the paper (new shifts, CNNs), with a note where the config has none."""
     input:
         rules.aggregate.output,
     output:
@@ -60,6 +62,24 @@ rule tables:
             category=SHIFT_SECTION,
         ),
         multiext(f"{RESULTS}/tables/table_auroc", ".md", ".tex"),
+        report(
+            f"{RESULTS}/tables/table_beyond_shifts.csv",
+            caption="../report/table_beyond_shifts.rst",
+            category=BEYOND_SECTION,
+        ),
+        multiext(f"{RESULTS}/tables/table_beyond_shifts", ".md", ".tex"),
+        report(
+            f"{RESULTS}/tables/table_cnn.csv",
+            caption="../report/table_cnn.rst",
+            category=BEYOND_SECTION,
+        ),
+        multiext(f"{RESULTS}/tables/table_cnn", ".md", ".tex"),
+        report(
+            f"{RESULTS}/tables/table_cnn_calibration.csv",
+            caption="../report/table_cnn_calibration.rst",
+            category=BEYOND_SECTION,
+        ),
+        multiext(f"{RESULTS}/tables/table_cnn_calibration", ".md", ".tex"),
     params:
         methods=join(config["methods"]),
         ablation=join(ABLATION) or "none",
@@ -85,8 +105,8 @@ rule tables:
 
 
 rule figures:
-    """Detection ratio figures (Gaussian noise by n, by delta, all corruptions) and the
-    calibration figure."""
+    """Detection ratio figures (Gaussian noise by n, by delta, all corruptions), the
+    calibration figure, and the shifts beyond the paper and the CNNs."""
     input:
         rules.aggregate.output,
     output:
@@ -114,6 +134,12 @@ rule figures:
             category=CALIBRATION_SECTION,
         ),
         f"{RESULTS}/figures/fig_calibration.pdf",
+        report(
+            f"{RESULTS}/figures/fig_beyond.png",
+            caption="../report/fig_beyond.rst",
+            category=BEYOND_SECTION,
+        ),
+        f"{RESULTS}/figures/fig_beyond.pdf",
     params:
         methods=join(config["methods"]),
         pool=join(config["report"]["pool_deltas"]),
