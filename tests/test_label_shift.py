@@ -119,3 +119,29 @@ def test_bad_input(kwargs, match):
     labels = args.pop("labels")
     with pytest.raises(ValueError, match=match):
         label_shift_detection(F, labels, **args)
+
+
+def test_detect_step_adds_knockout_records(tmp_path, capsys):
+    import pandas as pd
+
+    from dgpbench.cli import main
+    from dgpbench.io import save_npz
+
+    rng = np.random.default_rng(4)
+    F = (LABELS == 0)[:, None] + rng.normal(size=(len(LABELS), 2))
+    save_npz(tmp_path / "feats.npz", clean=F, classes=np.arange(10))
+    save_npz(tmp_path / "clean.npz", y_test=LABELS)
+    args = ["detect", "--features", str(tmp_path / "feats.npz"), "--ns", "20", "--deltas", "0.5",
+            "--draws", "7", "--out", str(tmp_path / "rec.csv")]  # fmt: skip
+    assert main([*args, "--knockout-intensities", "2", "6"]) == 2
+    assert "needs --labels" in capsys.readouterr().err
+    assert not (tmp_path / "rec.csv").exists()
+    code = main([*args, "--labels", str(tmp_path / "clean.npz"), "--knockout-intensities", "2", "6",
+                 "--knockout-class", "0"])  # fmt: skip
+    assert code == 0
+    rec = pd.read_csv(tmp_path / "rec.csv")
+    ko = rec[rec["corruption"] == "KO"].reset_index(drop=True)
+    want = label_shift_detection(F, LABELS, intensities=[2, 6], ns=[20], deltas=[0.5], n_draws=7)
+    assert ko["rejected"].tolist() == want["rejected"].tolist()
+    assert ko["intensity"].tolist() == want["intensity"].tolist()
+    assert set(rec["corruption"]) == {"none", "KO"}
