@@ -35,14 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dgpbench._validation import as_float_array
+from dgpbench._validation import as_float_array, check_int
 from dgpbench.detection import CORRECTIONS, _check_no_constant_features
 from dgpbench.protocol import (
     DrawIndices,
     _as_list,
     _check_alpha,
     _check_delta,
-    _check_int,
     _check_n,
     _delta_key,
     _run_draws,
@@ -83,9 +82,10 @@ def _check_labels(labels: Any, n_rows: int | None = None) -> np.ndarray:
 
 
 def _check_intensity(intensity: Any) -> int:
-    if isinstance(intensity, bool) or intensity not in KNOCKOUT_FRACTIONS:
+    level = check_int(intensity, "knock-out intensity")
+    if level not in KNOCKOUT_FRACTIONS:
         raise ValueError(f"knock-out intensity must be an integer from 1 to 6, got {intensity!r}")
-    return int(intensity)
+    return level
 
 
 def knockout_pool(
@@ -123,7 +123,7 @@ def knockout_pool(
     """
     y = _check_labels(labels)
     level = _check_intensity(intensity)
-    seed = _check_int(seed, "seed", 0)
+    seed = check_int(seed, "seed", minimum=0)
     rows = np.flatnonzero(y == knocked_class)
     if rows.size == 0:
         raise ValueError(
@@ -167,8 +167,8 @@ def knockout_draw_indices(
     n = _check_n(n, n_rows)
     delta = _check_delta(delta)
     level = _check_intensity(intensity)
-    n_draws = _check_int(n_draws, "n_draws", 1)
-    seed = _check_int(seed, "seed", 0)
+    n_draws = check_int(n_draws, "n_draws", minimum=1)
+    seed = check_int(seed, "seed", minimum=0)
     pool = knockout_pool(y, level, knocked_class=knocked_class, seed=seed)
     k = n_corrupted(n, delta)
     if k > pool.size:
@@ -250,7 +250,7 @@ def label_shift_detection(
     levels = [_check_intensity(i) for i in _as_list(intensities, "intensities")]
     ns = [_check_n(n, F_clean.shape[0]) for n in _as_list(ns, "ns")]
     deltas = [_check_delta(d) for d in _as_list(deltas, "deltas")]
-    n_draws = _check_int(n_draws, "n_draws", 1)
+    n_draws = check_int(n_draws, "n_draws", minimum=1)
     alpha = _check_alpha(alpha)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")

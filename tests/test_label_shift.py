@@ -109,7 +109,9 @@ def test_label_blind_features_stay_at_the_false_detection_rate_label_aware_ones_
         ({"labels": LABELS[:-1]}, "labels has 599 entries"),
         ({"labels": LABELS.astype(float)}, "integer"),
         ({"knocked_class": 11}, "class 11 has no test image"),
-        ({"intensities": [0]}, "from 1 to 6"),
+        ({"intensities": [0]}, "knock-out intensity"),
+        ({"intensities": [7]}, "from 1 to 6"),
+        ({"intensities": [2.0]}, "integer"),
         ({"ns": [601]}, "n"),
     ],
 )

@@ -86,3 +86,25 @@ def test_check_int_refuses_non_integers_as_value_and_type_error(bad):
     with pytest.raises(IntegerError, match="n_draws must be an integer"):
         check_int(bad, "n_draws")
     assert issubclass(IntegerError, ValueError) and issubclass(IntegerError, TypeError)
+
+
+@given(hidden=positive, layers=positive, seed=st.integers(0, 10**9))
+def test_cnn_model_id_round_trip(hidden, layers, seed):
+    text = model_id(hidden, layers, seed, kind="cnn")
+    assert text == f"cnn-h{hidden}-l{layers}-s{seed}"
+    assert re.fullmatch(MODEL_ID_PATTERN, text)
+    assert parse_model_id(text) == ModelId(hidden, layers, seed, "cnn")
+    assert model_id(*parse_model_id(text)) == text
+    assert parse_model_id(model_id(hidden, layers, seed)).kind == "mlp"
+
+
+@pytest.mark.parametrize("bad", ["mlp-h16-l2-s0", "cnnh16-l2-s0", "CNN-h16-l2-s0", "cnn-"])
+def test_other_kind_prefixes_are_not_model_ids(bad):
+    with pytest.raises(ValueError, match="model id"):
+        parse_model_id(bad)
+    assert re.fullmatch(MODEL_ID_PATTERN, bad) is None
+
+
+def test_model_id_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="model kind"):
+        model_id(16, 2, 0, kind="resnet")
