@@ -33,7 +33,7 @@ import pandas as pd
 
 from dgpbench.io import write_csv, write_text
 from dgpbench.labels import dataset_label, method_label
-from dgpbench.reporting import CORRUPTION_ORDER, detection_cells, shift_records
+from dgpbench.reporting import CORRUPTION_ORDER, detection_cells, paper_records, shift_records
 from dgpbench.tables import to_markdown
 
 log = logging.getLogger(__name__)
@@ -153,10 +153,14 @@ def reproduced_cells(records: pd.DataFrame, deltas: Iterable[float] | None = Non
                 f"deltas {absent} have no records (the run computed {sorted(present)})"
             )
         rec = rec[np.isin(np.round(rec["delta"].astype(float), 9), np.round(deltas, 9))]
+    rec = paper_records(rec)  # MLPs and the paper's corruptions only (no CNNs, no new shifts)
+    columns = [*KEYS, "ratio_pct", "ci_low_pct", "ci_high_pct", "n_draws"]
+    if rec.empty:
+        return pd.DataFrame(columns=columns)
     cells = detection_cells(rec, KEYS)
     cells["dataset"] = cells["dataset"].map(dataset_label)
     cells["method"] = cells["method"].map(method_label)
-    return cells[[*KEYS, "ratio_pct", "ci_low_pct", "ci_high_pct", "n_draws"]]
+    return cells[columns]
 
 
 def compare_table1(published: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:

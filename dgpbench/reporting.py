@@ -50,8 +50,9 @@ def _of_kind(records: pd.DataFrame, kind: str) -> pd.DataFrame:
     return records[records["kind"] == kind]
 
 
-def _paper_records(records: pd.DataFrame) -> pd.DataFrame:
-    """MLP records of the paper's corruptions and of the calibration runs."""
+def paper_records(records: pd.DataFrame) -> pd.DataFrame:
+    """The records of the paper's setting: MLPs, the paper's four corruptions and the
+    calibration runs (CNNs and the shifts beyond the paper left out)."""
     rec = _of_kind(records, "mlp")
     return rec[rec["corruption"].isin([*CORRUPTION_ORDER, "none"])]
 
@@ -231,7 +232,7 @@ def main_table(
     records: pd.DataFrame, out_dir: str | os.PathLike, methods: Sequence[str] = MAIN_METHODS
 ) -> pd.DataFrame:
     """Table 1: rows n x method, columns dataset x corruption (MLPs, the paper's corruptions)."""
-    rec = shift_records(_paper_records(records))
+    rec = shift_records(paper_records(records))
     rec = rec[rec["method"].isin(methods)]
     title = "Covariate shift detection ratio (%); bold = best per column and n; * = better of DGP and TU"
     if rec.empty:
@@ -258,7 +259,7 @@ def ablation_tables(
     ns_main: Sequence[int] = (20, 50, 100),
 ) -> pd.DataFrame:
     """The ablation table (n in ``ns_main``) and its full appendix version (all n)."""
-    rec = shift_records(_paper_records(records))
+    rec = shift_records(paper_records(records))
     rec = rec[rec["method"].isin(ABLATION_METHODS) & rec["dataset"].isin(datasets)]
     if rec.empty:
         note = "No ablation data set in this configuration (config key ablation.datasets)."
@@ -533,7 +534,7 @@ def figures(
     """
     out = Path(out_dir)
     beyond = _beyond_figure(pooled_records(records, pool_deltas), out / "fig_beyond", methods)
-    rec = shift_records(_paper_records(records))
+    rec = shift_records(paper_records(records))
     rec = rec[rec["method"].isin(methods)]
     pooled = pooled_records(rec, pool_deltas) if len(rec) else rec
     written = []
@@ -576,7 +577,7 @@ def figures(
             out / "fig_overview",
         )
     written.append(out / "fig_overview.png")
-    written.append(calibration_figure(_paper_records(records), out, methods))
+    written.append(calibration_figure(paper_records(records), out, methods))
     return [*written, beyond]
 
 

@@ -492,7 +492,7 @@ def _tables(args: argparse.Namespace) -> None:
     reporting.main_table(records, args.out_dir, methods=args.methods)
     reporting.ablation_tables(records, args.out_dir, ablation, ns_main=args.ablation_ns)
     reporting.calibration_table(records, args.out_dir, alpha=args.alpha)
-    reporting.auroc_table(reporting._paper_records(records), args.out_dir, methods=args.methods)
+    reporting.auroc_table(reporting.paper_records(records), args.out_dir, methods=args.methods)
     reporting.beyond_tables(records, args.out_dir, methods=args.methods, alpha=args.alpha)
     log.info("tables -> %s", args.out_dir)
 

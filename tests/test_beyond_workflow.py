@@ -83,6 +83,7 @@ def tiny_beyond_config() -> dict:
         label_shift={"intensities": [6], "knockout_class": 0},
         protocol={"ns": [10, 50], "deltas": [0.5], "draws": 10, "seed": 112, "alpha": 0.05,
                   "correction": "bonferroni"},
+        report={"pool_deltas": [0.5]},
     )  # fmt: skip
     return config
 

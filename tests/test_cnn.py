@@ -14,7 +14,7 @@ from dgpbench.data import load_dataset
 from dgpbench.features import METHODS, SoftmaxFeatures, make_features
 from dgpbench.models import load_checkpoint, save_checkpoint, shift_detection_config, train_mlp
 
-GRAPH_METHODS = ["tu", "tu_norm", "magdiff", "dgp", "dgp_nonorm"]
+GRAPH_METHODS = ["tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm"]
 
 
 @pytest.fixture(scope="module")

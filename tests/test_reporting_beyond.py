@@ -116,3 +116,23 @@ def test_beyond_figure(tmp_path):
 def test_paper_table_without_paper_corruptions_is_a_note(tmp_path):
     reporting.main_table(_records({("mlp", "dgp", "RO"): 0.5}), tmp_path)
     assert "No MLP" in (tmp_path / "table1_shift_detection.md").read_text()
+
+
+def test_published_comparison_uses_only_the_papers_setting():
+    from dgpbench.comparison import reproduced_cells
+
+    paper = _records(PAPER)
+    both = _records({**PAPER, **BEYOND}, calibration_kinds=("mlp", "cnn"))
+    pd.testing.assert_frame_equal(reproduced_cells(paper), reproduced_cells(both))
+
+
+def test_published_comparison_without_the_papers_setting_is_empty(tmp_path):
+    from dgpbench.comparison import write_comparisons
+
+    summary = write_comparisons(
+        _records({("mlp", "dgp", "RO"): 0.5, ("cnn", "dgp", "GN"): 0.5}),
+        tmp_path,
+        pool_deltas=[0.5],
+    )
+    assert summary.empty
+    assert "No published cell" in (tmp_path / "comparison_table1.md").read_text()
