@@ -7,6 +7,8 @@ ruleorder: train_cnn > train
 
 rule train_cnn:
     """Train one CNN (per data set x head width x head layers x seed)."""
+    input:
+        data=data_file(DATASETS),
     output:
         model=f"{RESULTS}/models/{{dataset}}/cnn-{{arch}}/model.pt",
         metrics=f"{RESULTS}/models/{{dataset}}/cnn-{{arch}}/metrics.csv",
