@@ -74,6 +74,7 @@ def tiny_beyond_config() -> dict:
     config.update(
         datasets=["digits"],
         methods=["dgp"],
+        ablation={"datasets": [], "methods": ["dgp"], "ns": [10]},
         models={"kind": ["mlp", "cnn"], "hidden": [16], "layers": [2], "seeds": [0],
                 "activation": "relu", "cnn_channels": [4, 8]},
         training={"lr": 3e-3, "epochs": 1, "batch_size": 64, "val_fraction": 0.2},
