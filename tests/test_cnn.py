@@ -199,3 +199,13 @@ def test_every_method_accepts_a_cnn(images):
     for method in METHODS:
         out = make_features(method, _cnn()).fit(x_ref, y_ref).transform(x_test)
         assert out.shape[0] == len(x_test) and np.isfinite(out).all()
+
+
+def test_fit_without_labels_uses_the_whole_networks_predictions(images):
+    x_ref, _, x_test = images
+    net = _cnn(2)
+    with torch.no_grad():
+        predicted = net.double()(torch.from_numpy(x_ref).double()).argmax(1).numpy()
+    est = make_features("dgp", _cnn(2)).fit(x_ref)
+    np.testing.assert_array_equal(est.classes_, np.unique(predicted))
+    assert est.transform(x_test).shape == (len(x_test), len(est.classes_))
