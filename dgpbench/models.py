@@ -51,6 +51,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from dgpbench._device import resolve_device
 from dgpbench._validation import as_float_array, check_int
 from dgpbench.io import atomic_path, save_npz
 
@@ -560,6 +561,163 @@ def _write_split(path: Path, train_idx: np.ndarray, val_idx: np.ndarray) -> None
     save_npz(path, train_index=train_idx.astype(np.int64), val_index=val_idx.astype(np.int64))
 
 
+@dataclass(frozen=True)
+class _TrainingData:
+    """The validated training images, split into the training and the held-out part."""
+
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    xt: torch.Tensor
+    yt: torch.Tensor
+    xv: torch.Tensor
+    yv: torch.Tensor
+
+    def to(self, device: torch.device) -> _TrainingData:
+        """The same data with the tensors on ``device``."""
+        return dataclasses.replace(
+            self, **{k: getattr(self, k).to(device) for k in ("xt", "yt", "xv", "yv")}
+        )
+
+
+def _training_data(
+    x_train: Any, y_train: Any, arch: ArchConfig, config: TrainConfig
+) -> _TrainingData:
+    """Check the images against ``arch`` and hold out the stratified validation part."""
+    x = as_float_array(x_train, "x_train", dtype=np.float32)
+    x = x.reshape(len(x), -1)
+    y = np.asarray(y_train)
+    if y.ndim != 1 or len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y_train must be {len(x)} integer labels, got {y.dtype} {y.shape}")
+    if x.shape[1] != arch.n_inputs:
+        raise ValueError(
+            f"x_train has {x.shape[1]} features per image but arch.n_inputs is {arch.n_inputs}"
+        )
+    if y.min() < 0 or y.max() >= arch.n_classes:
+        raise ValueError(f"y_train must lie in [0, {arch.n_classes}), found [{y.min()}, {y.max()}]")
+
+    from dgpbench.data import stratified_choice
+
+    n_val = round(config.val_fraction * len(y))
+    if n_val:
+        val_idx = np.sort(stratified_choice(y, n_val, np.random.default_rng(config.split_seed)))
+        train_mask = np.ones(len(y), dtype=bool)
+        train_mask[val_idx] = False
+        train_idx = np.flatnonzero(train_mask)
+    else:
+        val_idx, train_idx = np.empty(0, dtype=np.int64), np.arange(len(y))
+    if len(train_idx) == 0:
+        raise ValueError(f"no training images left after holding out {n_val} for validation")
+    return _TrainingData(
+        train_idx,
+        val_idx,
+        torch.from_numpy(x[train_idx]),
+        torch.from_numpy(y[train_idx].astype(np.int64)),
+        torch.from_numpy(x[val_idx]),
+        torch.from_numpy(y[val_idx].astype(np.int64)),
+    )
+
+
+def _seed_streams(seed: int) -> tuple[int, int, int]:
+    """Independent seeds for initialisation, batch order and dropout, all from ``seed``."""
+    init_seed, order_seed, dropout_seed = (
+        int(s) for s in np.random.SeedSequence(seed).generate_state(3, dtype=np.uint64) >> 1
+    )
+    return init_seed, order_seed, dropout_seed
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """Batches and checkpoint points of a training run."""
+
+    epochs: int
+    batch_size: int
+    steps_per_epoch: int
+    checkpoints_per_epoch: int
+    boundaries: dict[int, int]  # step within an epoch -> checkpoint k of that epoch
+
+    @property
+    def total_steps(self) -> int:
+        return self.epochs * self.steps_per_epoch
+
+    def batches(
+        self, generators: list[torch.Generator], n_train: int, device: torch.device
+    ) -> Iterator[tuple[torch.Tensor, int, float | None]]:
+        """Yield ``(indices, step, epoch)`` per optimisation step.
+
+        ``indices`` has one row of batch positions per generator (each a model's own batch
+        order, a fresh ``randperm`` every epoch); ``epoch`` is the checkpoint taken after this
+        step, or None.
+        """
+        step = 0
+        for epoch in range(self.epochs):
+            order = torch.stack([torch.randperm(n_train, generator=g) for g in generators])
+            order = order.to(device)
+            for b in range(self.steps_per_epoch):
+                step += 1
+                k = self.boundaries.get(b + 1)
+                yield (
+                    order[:, b * self.batch_size : (b + 1) * self.batch_size],
+                    step,
+                    None if k is None else epoch + k / self.checkpoints_per_epoch,
+                )
+
+
+def _schedule(n_train: int, arch: ArchConfig, config: TrainConfig) -> _Schedule:
+    steps_per_epoch = math.ceil(n_train / config.batch_size)
+    if arch.batchnorm and n_train % config.batch_size == 1 and n_train > 1:
+        # Batch norm cannot normalise a batch of one image in training mode: skip that last
+        # single image of each (reshuffled) epoch, like a DataLoader with drop_last would.
+        steps_per_epoch -= 1
+    cpe = config.checkpoints_per_epoch
+    # Step (within an epoch) after which checkpoint k of that epoch is taken.
+    boundaries = {round(k * steps_per_epoch / cpe): k for k in range(1, cpe + 1)}
+    if len(boundaries) < cpe:
+        raise ValueError(
+            f"{cpe} checkpoints per epoch need at least {cpe} batches per epoch, "
+            f"got {steps_per_epoch} ({n_train} images, batch size {config.batch_size})"
+        )
+    return _Schedule(config.epochs, config.batch_size, steps_per_epoch, cpe, boundaries)
+
+
+def _metrics_row(
+    epoch: float,
+    step: int,
+    loss_sum: float,
+    correct: int,
+    seen: int,
+    val: tuple[float, float],
+    t0: float,
+) -> dict[str, Any]:
+    """One ``metrics.csv`` row (train_* average the batches since the previous checkpoint)."""
+    return {
+        "epoch": epoch,
+        "step": step,
+        "train_loss": loss_sum / seen if seen else float("nan"),
+        "train_acc": correct / seen if seen else float("nan"),
+        "val_loss": val[0],
+        "val_acc": val[1],
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def _adam(params: Any, config: TrainConfig, **options: Any) -> torch.optim.Adam:
+    return torch.optim.Adam(
+        params,
+        lr=config.lr,
+        betas=config.betas,
+        eps=config.eps,
+        weight_decay=config.weight_decay,
+        **options,
+    )
+
+
+def _check_config(config: TrainConfig | None) -> TrainConfig:
+    config = shift_detection_config() if config is None else config
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    return config
+
+
 def train_mlp(
     x_train: Any,
     y_train: Any,
@@ -570,6 +728,7 @@ def train_mlp(
     dataset: str | None = None,
     progress: bool = True,
     callback: Callable[[float, nn.Module, dict[str, Any]], None] | None = None,
+    device: Any = "cpu",
 ) -> Path:
     """Train an MLP and write its metrics and checkpoints to ``out_dir``.
 
@@ -595,6 +754,9 @@ def train_mlp(
         Called as ``callback(epoch, model, row)`` at every checkpoint point (also at epoch 0),
         with the live model in eval mode and the metrics row; whatever ``keep`` is. Do not
         modify the model.
+    device : {"cpu", "cuda", "auto"} or torch.device, default="cpu"
+        Where to train (``"auto"``: CUDA if available). Checkpoints are always stored on
+        the CPU.
 
     Returns
     -------
@@ -604,63 +766,26 @@ def train_mlp(
     Raises
     ------
     ValueError
-        On inconsistent shapes, labels out of range, or too few images to hold out a
-        validation part.
+        On inconsistent shapes, labels out of range, too few images to hold out a
+        validation part, or a ``device`` that is unknown or absent (CUDA without a GPU).
+
+    See Also
+    --------
+    dgpbench.training.train_mlp_seeds : several seeds of one architecture at once.
     """
     from tqdm.auto import tqdm
 
-    config = shift_detection_config() if config is None else config
-    if not isinstance(config, TrainConfig):
-        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    config = _check_config(config)
     arch = model_arch(arch)
-    x = as_float_array(x_train, "x_train", dtype=np.float32)
-    x = x.reshape(len(x), -1)
-    y = np.asarray(y_train)
-    if y.ndim != 1 or len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y_train must be {len(x)} integer labels, got {y.dtype} {y.shape}")
-    if x.shape[1] != arch.n_inputs:
-        raise ValueError(
-            f"x_train has {x.shape[1]} features per image but arch.n_inputs is {arch.n_inputs}"
-        )
-    if y.min() < 0 or y.max() >= arch.n_classes:
-        raise ValueError(f"y_train must lie in [0, {arch.n_classes}), found [{y.min()}, {y.max()}]")
-
-    from dgpbench.data import stratified_choice
-
-    n_val = round(config.val_fraction * len(y))
-    if n_val:
-        val_idx = np.sort(stratified_choice(y, n_val, np.random.default_rng(config.split_seed)))
-        train_mask = np.ones(len(y), dtype=bool)
-        train_mask[val_idx] = False
-        train_idx = np.flatnonzero(train_mask)
-    else:
-        val_idx, train_idx = np.empty(0, dtype=np.int64), np.arange(len(y))
-    if len(train_idx) == 0:
-        raise ValueError(f"no training images left after holding out {n_val} for validation")
-    xt, yt = torch.from_numpy(x[train_idx]), torch.from_numpy(y[train_idx].astype(np.int64))
-    xv, yv = torch.from_numpy(x[val_idx]), torch.from_numpy(y[val_idx].astype(np.int64))
-
-    # Independent streams for initialisation, batch order and dropout, all from config.seed.
-    init_seed, order_seed, dropout_seed = (
-        int(s) for s in np.random.SeedSequence(config.seed).generate_state(3, dtype=np.uint64) >> 1
-    )
+    dev = resolve_device(device)
+    data = _training_data(x_train, y_train, arch, config).to(dev)
+    xt, yt, xv, yv = data.xt, data.yt, data.xv, data.yv
+    init_seed, order_seed, dropout_seed = _seed_streams(config.seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_split(out / "split.npz", train_idx, val_idx)
+    _write_split(out / "split.npz", data.train_idx, data.val_idx)
     n_train = len(yt)
-    steps_per_epoch = math.ceil(n_train / config.batch_size)
-    if arch.batchnorm and n_train % config.batch_size == 1 and n_train > 1:
-        # Batch norm cannot normalise a batch of one image in training mode: skip that last
-        # single image of each (reshuffled) epoch, like a DataLoader with drop_last would.
-        steps_per_epoch -= 1
-    cpe = config.checkpoints_per_epoch
-    # Step (within an epoch) after which checkpoint k of that epoch is taken.
-    boundaries = {round(k * steps_per_epoch / cpe): k for k in range(1, cpe + 1)}
-    if len(boundaries) < cpe:
-        raise ValueError(
-            f"{cpe} checkpoints per epoch need at least {cpe} batches per epoch, "
-            f"got {steps_per_epoch} ({n_train} images, batch size {config.batch_size})"
-        )
+    schedule = _schedule(n_train, arch, config)
     meta_base = {
         "arch": arch,
         "train_config": config,
@@ -672,32 +797,18 @@ def train_mlp(
     final = out / checkpoint_name(config.epochs)
     t0 = time.perf_counter()
 
-    with torch_threads(config.threads), torch.random.fork_rng(devices=[]):
+    cuda_devices = [dev.index or 0] if dev.type == "cuda" else []
+    with torch_threads(config.threads), torch.random.fork_rng(devices=cuda_devices):
         torch.manual_seed(dropout_seed)  # dropout uses the global generator; scoped by fork_rng
-        model = arch.build(generator=torch.Generator().manual_seed(init_seed))
+        model = arch.build(generator=torch.Generator().manual_seed(init_seed)).to(dev)
         order_gen = torch.Generator().manual_seed(order_seed)
-        optimizer = torch.optim.Adam(
-            model.parameters(),
-            lr=config.lr,
-            betas=config.betas,
-            eps=config.eps,
-            weight_decay=config.weight_decay,
-        )
+        optimizer = _adam(model.parameters(), config)
 
         def checkpoint(epoch: float, step: int, loss_sum: float, correct: int, seen: int) -> None:
-            val_loss, val_acc = _evaluate(model, xv, yv)
-            row = {
-                "epoch": epoch,
-                "step": step,
-                "train_loss": loss_sum / seen if seen else float("nan"),
-                "train_acc": correct / seen if seen else float("nan"),
-                "val_loss": val_loss,
-                "val_acc": val_acc,
-                "seconds": round(time.perf_counter() - t0, 3),
-            }
+            row = _metrics_row(epoch, step, loss_sum, correct, seen, _evaluate(model, xv, yv), t0)
             rows.append(row)
             _write_metrics(out / "metrics.csv", rows)
-            is_last = step == config.epochs * steps_per_epoch
+            is_last = step == schedule.total_steps
             if config.keep == "all" or is_last:
                 save_checkpoint(
                     out / checkpoint_name(epoch),
@@ -712,36 +823,29 @@ def train_mlp(
         checkpoint(0.0, 0, 0.0, 0, 0)  # the initial state: metrics row, callback, keep="all"
         model.train()
         bar = tqdm(
-            total=config.epochs * steps_per_epoch,
+            total=schedule.total_steps,
             disable=None if progress else True,
             desc=f"train {dataset or 'mlp'}",
             unit="batch",
             leave=False,
         )
-        step = 0
         loss_sum, correct, seen = 0.0, 0, 0
-        for epoch in range(config.epochs):
-            order = torch.randperm(n_train, generator=order_gen)
-            for b in range(steps_per_epoch):
-                idx = order[b * config.batch_size : (b + 1) * config.batch_size]
-                xb, yb = xt[idx], yt[idx]
-                logits = model(xb)
-                loss = F.cross_entropy(logits, yb)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                step += 1
-                with torch.no_grad():
-                    loss_sum += float(loss) * len(yb)
-                    correct += int((logits.argmax(1) == yb).sum())
-                    seen += len(yb)
-                k = boundaries.get(b + 1)
-                if k is not None:
-                    ep = epoch + k / cpe
-                    checkpoint(ep, step, loss_sum, correct, seen)
-                    bar.set_postfix(val_acc=f"{rows[-1]['val_acc']:.3f}", refresh=False)
-                    loss_sum, correct, seen = 0.0, 0, 0
-                bar.update(1)
+        for idx, step, epoch in schedule.batches([order_gen], n_train, dev):
+            xb, yb = xt[idx[0]], yt[idx[0]]
+            logits = model(xb)
+            loss = F.cross_entropy(logits, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                loss_sum += float(loss) * len(yb)
+                correct += int((logits.argmax(1) == yb).sum())
+                seen += len(yb)
+            if epoch is not None:
+                checkpoint(epoch, step, loss_sum, correct, seen)
+                bar.set_postfix(val_acc=f"{rows[-1]['val_acc']:.3f}", refresh=False)
+                loss_sum, correct, seen = 0.0, 0, 0
+            bar.update(1)
         bar.close()
     log.info(
         "trained %s on %s for %d epochs in %.1f s: val_acc %.4f",
