@@ -1,10 +1,14 @@
-"""The ``device`` option of training and of the feature transformers: one parser, one error."""
+"""The ``device`` option of training and of the feature transformers: one parser, one error.
+
+Imports torch only when called, so the command line can list the options cheaply.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 #: The values of ``training.device`` / ``features.device`` in the configuration.
 DEVICE_OPTIONS = ("cpu", "cuda", "auto")
@@ -33,6 +37,8 @@ def resolve_device(device: Any = "cpu") -> torch.device:
     >>> resolve_device("cpu")
     device(type='cpu')
     """
+    import torch
+
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = None

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from dgpbench._device import resolve_device
 from dgpbench.graphs import MLPGraph, _activation_name, _flatten_sequential
 
 log = logging.getLogger(__name__)
@@ -189,13 +190,18 @@ class NetworkBody:
     module : torch.nn.Module
         The body (copied, converted to float64 and put in eval mode; the original is not
         touched).
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where the body runs; its output comes back to the CPU.
     """
 
     module: nn.Module
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
-        body = copy.deepcopy(self.module).to(torch.float64).eval()
+        device = resolve_device(self.device)
+        body = copy.deepcopy(self.module).to(torch.float64).to(device).eval()
         object.__setattr__(self, "module", body)
+        object.__setattr__(self, "device", str(device))
 
     def __call__(self, X: np.ndarray, *, batch_size: int = 256) -> np.ndarray:
         """The body's output for a batch, rounded to float32, shape ``(N, head inputs)``.
@@ -209,6 +215,7 @@ class NetworkBody:
         with torch.no_grad():
             for start in range(0, max(len(X), 1), batch_size):
                 chunk = torch.from_numpy(np.asarray(X[start : start + batch_size], np.float64))
+                chunk = chunk.to(self.device)
                 try:
                     out = self.module(chunk)
                 except RuntimeError as exc:
@@ -221,7 +228,7 @@ class NetworkBody:
                         f"the model's body returns shape {tuple(out.shape)}, not (N, features): "
                         "end it with nn.Flatten before the MLP head"
                     )
-                parts.append(out.numpy().astype(np.float32))
+                parts.append(out.cpu().numpy().astype(np.float32))
         return np.ascontiguousarray(np.concatenate(parts)[: len(X)])
 
     def __repr__(self) -> str:
@@ -232,7 +239,7 @@ def _is_head_module(module: nn.Module) -> bool:
     return isinstance(module, nn.Linear) or _activation_name(module) is not None
 
 
-def split_network(model: Any) -> tuple[NetworkBody | None, MLPGraph]:
+def split_network(model: Any, *, device: str = "cpu") -> tuple[NetworkBody | None, MLPGraph]:
     """Split a network into a torch body and the MLP head whose graphs TU/DGP/MAGDiff use.
 
     Parameters
@@ -241,6 +248,8 @@ def split_network(model: Any) -> tuple[NetworkBody | None, MLPGraph]:
         A sequential network ending in an MLP (see the module docstring), an explicit
         ``(body, head)`` pair (``body`` any ``nn.Module`` returning ``(N, features)``,
         ``head`` an MLP), or an :class:`MLPGraph`.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where the body and the head's forward pass run (the MST kernels stay on the CPU).
 
     Returns
     -------
@@ -265,14 +274,14 @@ def split_network(model: Any) -> tuple[NetworkBody | None, MLPGraph]:
     ((64, 16, 10), (2, 64))
     """
     if isinstance(model, MLPGraph):
-        return None, model
+        return None, MLPGraph.from_module(model, device=device)
     if isinstance(model, tuple) and len(model) == 2:
         body, head = model
         if not isinstance(body, nn.Module):
             raise TypeError(
                 f"the body of a (body, head) pair must be a torch.nn.Module, got {type(body).__name__}"
             )
-        return NetworkBody(body), MLPGraph.from_module(head)
+        return NetworkBody(body, device), MLPGraph.from_module(head, device=device)
     if not isinstance(model, nn.Sequential):
         raise TypeError(
             "model must be a torch.nn.Sequential ending in nn.Linear layers and element-wise "
@@ -294,7 +303,7 @@ def split_network(model: Any) -> tuple[NetworkBody | None, MLPGraph]:
             f"model does not end in an MLP: its last module {path} ({type(last).__name__}) "
             "is not nn.Linear or an element-wise activation after one"
         )
-    head = MLPGraph.from_module(nn.Sequential(*(m for _, m in items[first:])))
+    head = MLPGraph.from_module(nn.Sequential(*(m for _, m in items[first:])), device=device)
     body_items = items[:first]
     if all(_activation_name(m) == "" for _, m in body_items):
         return None, head
@@ -305,4 +314,4 @@ def split_network(model: Any) -> tuple[NetworkBody | None, MLPGraph]:
         "-".join(str(s) for s in head.layer_sizes),
         f"{items[first][0]}..{items[-1][0]}",
     )
-    return NetworkBody(nn.Sequential(*(m for _, m in body_items))), head
+    return NetworkBody(nn.Sequential(*(m for _, m in body_items)), device), head

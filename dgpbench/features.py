@@ -45,6 +45,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench._device import DEVICE_OPTIONS
 from dgpbench.cnn import split_network
 from dgpbench.labels import METHOD_LABELS
 from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
@@ -131,6 +132,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
             None,
         ],
         "progress": ["boolean"],
+        "device": [StrOptions(set(DEVICE_OPTIONS))],
     }
 
     def __init__(
@@ -141,12 +143,14 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
+        device: str = "cpu",
     ) -> None:
         self.model = model
         self.representation = representation
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.progress = progress
+        self.device = device
 
     # -- hooks for subclasses -------------------------------------------------------------
     def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
@@ -208,7 +212,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
             The fitted transformer.
         """
         module, self.input_shape_ = _load_model(self.model)
-        self.body_, self.graph_ = split_network(module)
+        self.body_, self.graph_ = split_network(module, device=self.device)
         if y is None:
             X = self._validate_input(X, reset=True)
             y = self._predict_classes(X)
@@ -309,6 +313,9 @@ class DGPFeatures(_MLPFeatures):
         cores unless an enclosing scope set fewer).
     progress : bool, default=False
         Show a tqdm progress bar.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where the network's forward pass runs (``"auto"``: CUDA if available); the
+        spanning-tree kernels run on the CPU.
 
     Attributes
     ----------
@@ -361,6 +368,7 @@ class DGPFeatures(_MLPFeatures):
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
+        device: str = "cpu",
     ) -> None:
         super().__init__(
             model,
@@ -368,6 +376,7 @@ class DGPFeatures(_MLPFeatures):
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
+            device=device,
         )
         self.standardize = standardize
         self.normalize = normalize
@@ -409,6 +418,9 @@ class TUFeatures(_MLPFeatures):
         Threads for the compiled kernels (``-1`` = all cores; see :class:`DGPFeatures`).
     progress : bool, default=False
         Show a tqdm progress bar.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where the network's forward pass runs (``"auto"``: CUDA if available); the
+        spanning-tree kernels run on the CPU.
 
     Attributes
     ----------
@@ -456,6 +468,7 @@ class TUFeatures(_MLPFeatures):
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
+        device: str = "cpu",
     ) -> None:
         super().__init__(
             model,
@@ -463,6 +476,7 @@ class TUFeatures(_MLPFeatures):
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
+            device=device,
         )
         self.standardize = standardize
 
@@ -503,6 +517,9 @@ class MAGDiffFeatures(_MLPFeatures):
         Unused (kept for a uniform interface).
     progress : bool, default=False
         Unused (the computation is a single matrix product per chunk).
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where the network's forward pass runs (``"auto"``: CUDA if available); the
+        spanning-tree kernels run on the CPU.
 
     Attributes
     ----------
@@ -583,6 +600,9 @@ class SoftmaxFeatures(_MLPFeatures):
         Unused (kept for a uniform interface).
     progress : bool, default=False
         Unused.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where the network's forward pass runs (``"auto"``: CUDA if available); the
+        spanning-tree kernels run on the CPU.
 
     Attributes
     ----------
@@ -630,6 +650,7 @@ class SoftmaxFeatures(_MLPFeatures):
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
+        device: str = "cpu",
     ) -> None:
         super().__init__(
             model,
@@ -637,6 +658,7 @@ class SoftmaxFeatures(_MLPFeatures):
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
+            device=device,
         )
 
     def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:

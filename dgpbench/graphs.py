@@ -14,6 +14,7 @@ in :mod:`dgpbench.topology`, which never materialise a batch of graphs.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Callable
@@ -26,6 +27,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from dgpbench._device import resolve_device
 from dgpbench._validation import as_float_array
 
 log = logging.getLogger(__name__)
@@ -148,6 +150,10 @@ class MLPGraph:
     activations : sequence of str
         Name of the element-wise function applied after each linear map (``"identity"``
         for none), see :data:`ACTIVATION_FUNCTIONS`.
+    device : {"cpu", "cuda", "auto"} or "cuda:<index>", default="cpu"
+        Where the forward pass (:meth:`forward`, :meth:`layer_inputs`) runs; its results
+        are numpy arrays either way. Stored resolved (``"auto"`` becomes ``"cuda"`` or
+        ``"cpu"``).
 
     Attributes
     ----------
@@ -161,7 +167,8 @@ class MLPGraph:
     Raises
     ------
     ValueError
-        On ragged shapes, non-finite values, or mismatched lengths.
+        On ragged shapes, non-finite values, mismatched lengths, or a ``device`` that is
+        unknown or absent (CUDA without a GPU).
 
     Examples
     --------
@@ -175,6 +182,7 @@ class MLPGraph:
     weights: tuple[np.ndarray, ...]
     biases: tuple[np.ndarray, ...]
     activations: tuple[str, ...]
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if len(self.weights) == 0:
@@ -209,10 +217,11 @@ class MLPGraph:
         object.__setattr__(self, "weights", tuple(weights))
         object.__setattr__(self, "biases", tuple(biases))
         object.__setattr__(self, "activations", activations)
+        object.__setattr__(self, "device", str(resolve_device(self.device)))
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
-    def from_module(cls, model: nn.Module) -> MLPGraph:
+    def from_module(cls, model: nn.Module, *, device: str = "cpu") -> MLPGraph:
         """Read the weights of an MLP.
 
         Parameters
@@ -220,7 +229,10 @@ class MLPGraph:
         model : torch.nn.Sequential
             ``nn.Linear`` maps and element-wise activations (ReLU, Tanh, Sigmoid, LeakyReLU,
             GELU, Identity); ``nn.Dropout`` and ``nn.Flatten`` count as the identity (eval
-            mode). Nested ``nn.Sequential`` containers are flattened.
+            mode). Nested ``nn.Sequential`` containers are flattened. An ``MLPGraph`` is
+            returned as it is, or as a copy for another ``device``.
+        device : {"cpu", "cuda", "auto"}, default="cpu"
+            Where the graph's forward pass runs.
 
         Returns
         -------
@@ -238,7 +250,9 @@ class MLPGraph:
             weights are on the meta device (not materialised).
         """
         if isinstance(model, MLPGraph):
-            return model
+            if model.device == str(resolve_device(device)):
+                return model
+            return dataclasses.replace(model, device=device)
         if not isinstance(model, nn.Sequential):
             raise TypeError(
                 f"model must be a torch.nn.Sequential of nn.Linear and element-wise "
@@ -291,7 +305,7 @@ class MLPGraph:
         if not weights:
             raise ValueError("model has no nn.Linear layer")
         activations = tuple("+".join(a) if a else "identity" for a in acts)
-        return cls(tuple(weights), tuple(biases), activations)
+        return cls(tuple(weights), tuple(biases), activations, device)
 
     # -- shape ------------------------------------------------------------------------------
     @property
@@ -327,9 +341,12 @@ class MLPGraph:
 
     @cached_property
     def _torch_params(self) -> tuple[tuple[torch.Tensor, torch.Tensor], ...]:
-        # float64 copies (the forward pass runs in float64, see _forward).
+        # float64 copies on the device (the forward pass runs in float64, see _forward).
         return tuple(
-            (torch.from_numpy(wt.astype(np.float64)), torch.from_numpy(b.astype(np.float64)))
+            (
+                torch.from_numpy(wt.astype(np.float64)).to(self.device),
+                torch.from_numpy(b.astype(np.float64)).to(self.device),
+            )
             for wt, b in zip(self.weights_t, self.biases, strict=True)
         )
 
@@ -351,17 +368,17 @@ class MLPGraph:
 
         Accumulating in float64 makes a sample's activations independent of the batch it is
         in (float32 matrix products round differently for different batch sizes), so
-        features do not depend on ``batch_size``.
+        features do not depend on ``batch_size``. On a GPU the products run there and only
+        the float32 results come back.
         """
-        inputs: list[np.ndarray] = []
-        a32 = np.ascontiguousarray(X, dtype=np.float32)
+        inputs: list[torch.Tensor] = []
+        a = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)).to(self.device)
         with torch.no_grad():
             for (wt, b), act in zip(self._torch_params, self._activation_fns, strict=True):
                 if keep_inputs:
-                    inputs.append(a32)
-                z = act(F.linear(torch.from_numpy(a32.astype(np.float64)), wt, b))
-                a32 = np.ascontiguousarray(z.numpy(), dtype=np.float32)
-        return inputs, a32
+                    inputs.append(a)
+                a = act(F.linear(a.to(torch.float64), wt, b)).to(torch.float32)
+        return [t.cpu().numpy() for t in inputs], a.cpu().numpy()
 
     def layer_inputs(self, X: Any) -> list[np.ndarray]:
         """Inputs ``a_0, ..., a_{L-1}`` of each linear map for a batch.
@@ -426,14 +443,21 @@ class MLPGraph:
     def __getstate__(self) -> dict[str, Any]:
         # Only the fields: cached derived values (torch tensors, activation closures) are
         # rebuilt on demand and the closures cannot be pickled.
-        return {"weights": self.weights, "biases": self.biases, "activations": self.activations}
+        return {
+            "weights": self.weights,
+            "biases": self.biases,
+            "activations": self.activations,
+            "device": self.device,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for key in ("weights", "biases", "activations"):
             object.__setattr__(self, key, state[key])
+        object.__setattr__(self, "device", str(resolve_device(state.get("device", "cpu"))))
         for w in (*self.weights, *self.biases):
             w.setflags(write=False)
 
     def __repr__(self) -> str:
         sizes = "-".join(str(s) for s in self.layer_sizes)
-        return f"MLPGraph({sizes}, activations={self.activations})"
+        device = "" if self.device == "cpu" else f", device={self.device!r}"
+        return f"MLPGraph({sizes}, activations={self.activations}{device})"

@@ -22,6 +22,7 @@ __all__ = [
     "ModelId",
     "feature_key",
     "model_id",
+    "model_id_template",
     "parse_feature_key",
     "parse_model_id",
 ]
@@ -83,6 +84,21 @@ def model_id(hidden: int, layers: int, seed: int, kind: str = "mlp") -> str:
         hidden=check_int(hidden, "hidden"),
         layers=check_int(layers, "layers"),
         seed=check_int(seed, "seed", minimum=0),
+    )
+
+
+def model_id_template(seed: int) -> str:
+    """The model id of ``seed`` with ``{hidden}`` and ``{layers}`` left as placeholders.
+
+    The Snakemake train rule names one architecture's per-seed outputs with it.
+
+    Examples
+    --------
+    >>> model_id_template(3)
+    'h{hidden}-l{layers}-s3'
+    """
+    return _MODEL_ID.format(
+        hidden="{hidden}", layers="{layers}", seed=check_int(seed, "seed", minimum=0)
     )
 
 

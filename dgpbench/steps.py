@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dgpbench._device import DEVICE_OPTIONS
 from dgpbench._validation import check_int
 from dgpbench.commands import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
@@ -50,14 +51,29 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--download", action="store_true", help="download missing data (network)")
     p.add_argument("--hidden", type=_positive_int, required=True, help="hidden units per layer")
     p.add_argument("--layers", type=_positive_int, required=True, help="number of linear maps")
-    p.add_argument("--seed", type=int, required=True, help="model seed")
+    seeds = p.add_mutually_exclusive_group(required=True)
+    seeds.add_argument("--seed", type=int, help="model seed: train one model into --out-dir")
+    seeds.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        help="model seeds: train them at once, one folder per seed (h<hidden>-l<layers>-s<seed>) "
+        "under --out-dir",
+    )
     p.add_argument("--activation", default="relu", choices=["relu", "tanh"])
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--epochs", type=_positive_int, default=40)
     p.add_argument("--batch-size", type=_positive_int, default=32)
     p.add_argument("--val-fraction", type=float, default=0.2)
     p.add_argument("--threads", type=_positive_int, default=None, help="torch threads")
-    p.add_argument("--out-dir", required=True, help="folder for model.pt and metrics.csv")
+    p.add_argument(
+        "--device", default="cpu", choices=DEVICE_OPTIONS, help="where to train (auto: GPU if any)"
+    )
+    p.add_argument(
+        "--out-dir",
+        required=True,
+        help="folder for model.pt and metrics.csv (with --seeds: for the seeds' folders)",
+    )
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -65,6 +81,8 @@ def _train(args: argparse.Namespace) -> None:
 
     from dgpbench.data import load_dataset, n_classes
     from dgpbench.models import ArchConfig, shift_detection_config, train_mlp
+    from dgpbench.naming import model_id
+    from dgpbench.training import train_mlp_seeds
 
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
     arch = ArchConfig(
@@ -79,13 +97,24 @@ def _train(args: argparse.Namespace) -> None:
         epochs=args.epochs,
         batch_size=args.batch_size,
         val_fraction=args.val_fraction,
-        seed=args.seed,
+        seed=args.seed if args.seeds is None else 0,
         threads=args.threads,
     )
     out = Path(args.out_dir)
-    final = train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=False)
-    os.replace(final, out / "model.pt")  # a stable name for the workflow
-    log.info("trained %s -> %s", arch, out / "model.pt")
+    if args.seeds is None:
+        finals = [
+            train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=False,
+                      device=args.device)
+        ]  # fmt: skip
+    else:
+        dirs = [out / model_id(args.hidden, args.layers, s) for s in args.seeds]
+        finals = train_mlp_seeds(
+            x, y, arch, config, args.seeds, dirs, dataset=args.dataset, progress=False,
+            device=args.device,
+        )  # fmt: skip
+    for final in finals:
+        os.replace(final, final.parent / "model.pt")  # a stable name for the workflow
+        log.info("trained %s -> %s", arch, final.parent / "model.pt")
 
 
 def _train_cnn_args(p: argparse.ArgumentParser) -> None:
@@ -196,6 +225,9 @@ def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=_positive_int, default=256)
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument(
+        "--device", default="cpu", choices=DEVICE_OPTIONS, help="forward pass (auto: GPU if any)"
+    )
+    p.add_argument(
         "--out", required=True, help="output .npz: `clean` and `<corruption>_<intensity>` arrays"
     )
 
@@ -219,7 +251,11 @@ def _features(args: argparse.Namespace) -> None:
         )
     with torch_threads(args.threads):
         est = make_features(
-            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
+            args.method,
+            args.model,
+            batch_size=args.batch_size,
+            n_jobs=args.threads,
+            device=args.device,
         )
         est.fit(clean["x_ref"], clean["y_ref"])
         feats = {

@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from dgpbench.config import check_config, schema_error
-from dgpbench.naming import MODEL_ID_PATTERN, model_id, parse_model_id
+from dgpbench.naming import MODEL_ID_PATTERN, model_id, model_id_template
 
 SCHEMA = Path(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 try:

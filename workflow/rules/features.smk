@@ -2,7 +2,7 @@ rule features:
     """Fit one method on the reference images (class means), then featurise the clean test
     images once and every corrupted twin (all corruptions x intensities) of one model."""
     input:
-        model=rules.train.output.model,
+        model=f"{RESULTS}/models/{{dataset}}/{{model}}/model.pt",
         clean=rules.images.output,
         corrupted=expand(
             f"{RESULTS}/images/{{{{dataset}}}}/{{corruption}}.npz", corruption=CORRUPTIONS
@@ -11,6 +11,7 @@ rule features:
         f"{RESULTS}/features/{{dataset}}/{{model}}/{{method}}.npz",
     params:
         batch_size=config["features"]["batch_size"],
+        device=config["features"]["device"],
     threads: 2
     conda:
         "../envs/dgpbench.yaml"
@@ -24,4 +25,5 @@ rule features:
     shell:
         "dgpbench features --method {wildcards.method} --model {input.model}"
         " --clean {input.clean} --corrupted {input.corrupted}"
-        " --batch-size {params.batch_size} --threads {threads} --out {output} > {log} 2>&1"
+        " --batch-size {params.batch_size} --device {params.device} --threads {threads}"
+        " --out {output} > {log} 2>&1"
