@@ -32,7 +32,7 @@ CONFIG = TrainConfig(
 
 
 @pytest.mark.parametrize(
-    ("hidden", "steps", "target"), [(100, 60, 3.0), (650, 20, 1.5)], ids=["h100", "h650"]
+    ("hidden", "steps", "target"), [(100, 50, 3.0), (650, 16, 1.5)], ids=["h100", "h650"]
 )
 def test_train_five_seeds_stacked_vs_one_at_a_time(benchmark, tmp_path, hidden, steps, target):
     x = mnist_test_images(32 * steps)

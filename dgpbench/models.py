@@ -13,6 +13,8 @@ training images (fixed by ``split_seed``, the same for every model seed) is held
 evaluated at every checkpoint, i.e. every ``1/checkpoints_per_epoch`` epoch.
 Use :func:`shift_detection_config` (lr 3e-4, 80/20 split, keep the last checkpoint) or
 :func:`analysis_config` (lr 0.003, every quarter epoch kept) for the paper's two settings.
+:func:`dgpbench.training.train_mlp_seeds` trains several seeds of one architecture at once
+and writes each seed what :func:`train_mlp` would.
 
 Output folder of one run::
 

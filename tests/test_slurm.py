@@ -153,11 +153,12 @@ def _expected_resources(rule: str) -> dict[str, int]:
     return resources
 
 
-# A real target of the workflow: one model (rule train, 2 CPUs via set-resources) and one
-# corrupted image set (rules images and corrupt, default resources).
+# A real target of the workflow: one model (rule train, which trains every seed of h16-l2;
+# 2 CPUs via set-resources) and one corrupted image set (rules images and corrupt, default
+# resources).
 TARGETS = ("results/models/digits/h16-l2-s0/model.pt", "results/images/digits/GN.npz")
 RULE_LOGS = {
-    "train": "results/logs/train/digits/h16-l2-s0.log",
+    "train": "results/logs/train/digits/h16-l2.log",  # one job per architecture
     "images": "results/logs/images/digits.log",
     "corrupt": "results/logs/corrupt/digits/GN.log",
 }
