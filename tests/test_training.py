@@ -10,10 +10,15 @@ from __future__ import annotations
 import csv
 import dataclasses
 import pickle
+import shlex
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
+import yaml
+from _workflow import SNAKEFILE, tiny_config, venv_env
 
 from dgpbench._device import resolve_device
 from dgpbench.cli import main
@@ -191,6 +196,34 @@ def test_cli_trains_every_seed_into_its_folder(digits, tmp_path):
     with pytest.raises(SystemExit):  # argparse: --seed and --seeds exclude each other
         main([*common, "--seeds", "1", "--seed", "2", "--out-dir", str(tmp_path / "both")])
     assert not (tmp_path / "both").exists()
+
+
+def test_workflow_trains_each_architecture_in_one_job(tmp_path):
+    models = {"hidden": [16], "layers": [2, 3], "seeds": [0, 4, 1], "activation": "relu"}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(tiny_config(models=models)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--cores", "1",
+         "-n", "-p"],
+        cwd=tmp_path, env=venv_env(), capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    commands = [
+        shlex.split(line.removeprefix("Shell command: "))
+        for line in proc.stdout.splitlines()
+        if line.startswith("Shell command: dgpbench train ")
+    ]
+    assert len(commands) == 2  # one job per architecture, not per seed
+    for command in commands:
+        args = command[: command.index(">")]
+        seeds = args[args.index("--seeds") + 1 : args.index("--activation")]
+        assert seeds == ["0", "4", "1"] and "--seed" not in args
+        assert args[args.index("--out-dir") + 1] == "results/models/digits"
+        assert args[args.index("--device") + 1] == "cpu"
+    # Every seed's model is the output of its architecture's job (features read them).
+    for layers in (2, 3):
+        for seed in (0, 4, 1):
+            assert f"results/models/digits/h16-l{layers}-s{seed}/model.pt" in proc.stdout
 
 
 # ------------------------------------------------------------------------------------------
