@@ -25,6 +25,8 @@ rule train_cnn:
         train=lookup(within=config, dpath="training"),
         out_dir=lambda wc, output: Path(output.model).parent,
     threads: 2
+    conda:
+        "../envs/dgpbench.yaml"
     resources:
         mem_mb=4000,
         runtime=480,

@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from dgpbench.config import check_config, schema_error
-from dgpbench.naming import MODEL_ID_PATTERN, model_id, model_id_template
+from dgpbench.naming import MODEL_ID_PATTERN, model_id, model_id_template, parse_model_id
 
 SCHEMA = Path(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 try:
@@ -154,6 +154,14 @@ def data_file(names):
 def join(values):
     """Config values as separate, shell-quoted words."""
     return " ".join(shlex.quote(str(v)) for v in values)
+
+
+def seed_files(name):
+    """One architecture's per-seed files (wildcards dataset, hidden, layers)."""
+    return [
+        f"{RESULTS}/models/{{dataset}}/{model_id_template(s)}/{name}"
+        for s in config["models"]["seeds"]
+    ]
 
 
 wildcard_constraints:

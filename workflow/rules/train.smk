@@ -1,11 +1,3 @@
-def seed_files(name):
-    """One architecture's per-seed files (wildcards dataset, hidden, layers)."""
-    return [
-        f"{RESULTS}/models/{{dataset}}/{model_id_template(s)}/{name}"
-        for s in config["models"]["seeds"]
-    ]
-
-
 rule train:
     """Train every seed of one MLP (per data set x hidden size x layers) at once, as one
     stacked model; each seed gets its own folder, as if trained alone."""
