@@ -567,6 +567,7 @@ class MAGDiffFeatures(_MLPFeatures):
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
+        device: str = "cpu",
     ) -> None:
         super().__init__(
             model,
@@ -574,6 +575,7 @@ class MAGDiffFeatures(_MLPFeatures):
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
+            device=device,
         )
         self.signed = signed
 

@@ -278,3 +278,15 @@ def test_custom_method_by_import_path(digits_model, tmp_path, monkeypatch):
     ]:
         with pytest.raises(ValueError, match=message):
             make_features(spec, digits_model["path"])
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_every_method_takes_the_workflow_parameters(method):
+    # `dgpbench features` passes these to every built-in method; each must accept and
+    # expose them as scikit-learn parameters (a constructor that drops one breaks the run).
+    model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    params = {"batch_size": 7, "n_jobs": 1, "progress": False, "device": "cpu"}
+    est = make_features(method, model, **params)
+    got = est.get_params()
+    assert {k: got[k] for k in params} == params
+    assert clone(est).get_params()["device"] == "cpu"
