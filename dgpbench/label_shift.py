@@ -44,6 +44,7 @@ from dgpbench.protocol import (
     _check_delta,
     _check_n,
     _delta_key,
+    _draw_records,
     _run_draws,
     n_corrupted,
 )
@@ -264,16 +265,5 @@ def label_shift_detection(
                 )
                 # The test rows are clean images: the "corrupted" rows read F_clean too.
                 rejected, min_p = _run_draws(F_clean, F_clean, idx, alpha, correction)
-                frames.append(
-                    pd.DataFrame(
-                        {
-                            "intensity": np.full(n_draws, level, dtype=np.int64),
-                            "n": np.full(n_draws, n, dtype=np.int64),
-                            "delta": np.full(n_draws, delta, dtype=np.float64),
-                            "draw": np.arange(n_draws, dtype=np.int64),
-                            "rejected": rejected,
-                            "min_p": min_p,
-                        }
-                    )
-                )
+                frames.append(_draw_records(rejected, min_p, n=n, delta=delta, intensity=level))
     return pd.concat(frames, ignore_index=True)

@@ -277,17 +277,7 @@ def bootstrap_detection(
         for delta in deltas:
             idx = draw_indices(F_clean.shape[0], n, delta, n_draws=n_draws, seed=seed)
             rejected, min_p = _run_draws(F_clean, F_corr, idx, alpha, correction)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "n": np.full(n_draws, n, dtype=np.int64),
-                        "delta": np.full(n_draws, delta, dtype=np.float64),
-                        "draw": np.arange(n_draws, dtype=np.int64),
-                        "rejected": rejected,
-                        "min_p": min_p,
-                    }
-                )
-            )
+            frames.append(_draw_records(rejected, min_p, n=n, delta=delta))
             logger.debug(
                 "n=%d delta=%g: %d/%d draws rejected", n, delta, int(rejected.sum()), n_draws
             )
@@ -344,6 +334,22 @@ def calibration(
         alpha=alpha,
         correction=correction,
     )
+
+
+def _draw_records(
+    rejected: np.ndarray, min_p: np.ndarray, *, n: int, delta: float, **leading: int
+) -> pd.DataFrame:
+    """One record per draw of one ``(n, delta)`` cell; ``leading`` integer columns first."""
+    n_draws = len(rejected)
+    columns = {k: np.full(n_draws, v, dtype=np.int64) for k, v in leading.items()}
+    columns.update(
+        n=np.full(n_draws, n, dtype=np.int64),
+        delta=np.full(n_draws, delta, dtype=np.float64),
+        draw=np.arange(n_draws, dtype=np.int64),
+        rejected=rejected,
+        min_p=min_p,
+    )
+    return pd.DataFrame(columns)
 
 
 def _run_draws(
