@@ -3,9 +3,10 @@
 Both sides are the library's own training functions on the same MNIST images with the
 workflow's settings (batch 32, 2 torch threads): ``train_mlp_seeds`` (one stacked model)
 and ``train_mlp`` once per seed. A fixed number of Adam steps (one epoch over
-``32 * STEPS`` images, no validation part, one checkpoint) keeps it short. The ratio is
-printed with the issue's target, not asserted (other jobs may share the two cores); each
-round times both sides back to back, so a change of load hits both.
+``32 * steps`` images, no validation part, one checkpoint) keeps it short, with enough
+steps that, as in a real run (60,000 steps), the steps and not a job's fixed costs count.
+The ratio is printed with the issue's target, not asserted (other jobs may share the two
+cores); each round times both sides back to back, so a change of load hits both.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CONFIG = TrainConfig(
 
 
 @pytest.mark.parametrize(
-    ("hidden", "steps", "target"), [(100, 50, 3.0), (650, 16, 1.5)], ids=["h100", "h650"]
+    ("hidden", "steps", "target"), [(100, 400, 3.0), (650, 100, 1.5)], ids=["h100", "h650"]
 )
 def test_train_five_seeds_stacked_vs_one_at_a_time(benchmark, tmp_path, hidden, steps, target):
     x = mnist_test_images(32 * steps)
@@ -60,10 +61,15 @@ def test_train_five_seeds_stacked_vs_one_at_a_time(benchmark, tmp_path, hidden, 
     baseline = min(baseline_times)
     ours = benchmark.stats.stats.min
     # Same models: seed 4 of the stacked run is seed 4 trained alone, to float tolerance.
+    # Adam divides by the root of the squared gradients, so where a gradient is nearly zero
+    # a rounding difference can flip a step's sign: a few weights in 10^5 then differ by a
+    # few learning rates (tests/test_training.py checks the close agreement on short runs).
     a = torch.load(tmp_path / "stacked" / "s4" / "epoch_01.00.pt", weights_only=True)
     b = torch.load(tmp_path / "single" / "s4" / "epoch_01.00.pt", weights_only=True)
     for key, value in b["state_dict"].items():
-        torch.testing.assert_close(a["state_dict"][key], value, rtol=1e-3, atol=1e-4)
+        diff = (a["state_dict"][key] - value).abs()
+        assert float(diff.max()) <= 10 * CONFIG.lr, key
+        assert float((diff > 1e-4 + 1e-3 * value.abs()).float().mean()) < 1e-4, key
     ratio = baseline / ours
     verdict = "meets" if ratio >= target else "MISSES"
     line = (
