@@ -38,6 +38,8 @@ import pandas as pd
 from dgpbench._validation import as_float_array, check_int
 from dgpbench.detection import CORRECTIONS, _check_no_constant_features
 from dgpbench.protocol import (
+    DELTAS,
+    NS,
     DrawIndices,
     _as_list,
     _check_alpha,
@@ -202,8 +204,8 @@ def label_shift_detection(
     labels: Any,
     *,
     intensities: Iterable[int] = tuple(KNOCKOUT_FRACTIONS),
-    ns: Iterable[int] = (10, 20, 50, 100, 200),
-    deltas: Iterable[float] = (0.25, 0.5, 0.75),
+    ns: Iterable[int] = NS,
+    deltas: Iterable[float] = DELTAS,
     knocked_class: int = DEFAULT_CLASS,
     n_draws: int = 100,
     seed: int = 112,
