@@ -16,169 +16,29 @@ The body runs in float64 and its output is rounded to float32 (the head's input 
 MLP forward pass of :class:`dgpbench.graphs.MLPGraph` does for each layer, so a sample's
 features do not depend on the batch it is computed in.
 
-:class:`CNNConfig` is the workflow's small CNN family (``models.kind: cnn``): two blocks of
-3x3 convolution (padding 1), activation and 2x2 max pooling, then an MLP head with the
-configured hidden width and number of linear maps (:func:`dgpbench.models.build_mlp`, the same
-initialisation as the MLPs). It trains with the MLPs' protocol (:func:`dgpbench.models.train_mlp`)
-and its checkpoints store ``kind: cnn``.
+:class:`CNNConfig` is the workflow's small CNN family (``models.kind: cnn``), defined in
+:mod:`dgpbench.architectures` and re-exported here with :func:`build_cnn`. It trains with the
+MLPs' protocol (:func:`dgpbench.models.train_mlp`) and its checkpoints store ``kind: cnn``.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import math
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from dgpbench._device import resolve_device
+from dgpbench.architectures import CNNConfig, ImageReshape, build_cnn
 from dgpbench.graphs import MLPGraph, _activation_name, _flatten_sequential
 
 log = logging.getLogger(__name__)
 
 __all__ = ["CNNConfig", "ImageReshape", "NetworkBody", "build_cnn", "split_network"]
-
-
-class ImageReshape(nn.Module):
-    """Reshape a batch ``(N, ...)`` to images ``(N, C, H, W)`` (flattened or image input).
-
-    Parameters
-    ----------
-    shape : tuple of int
-        ``(C, H, W)``.
-    """
-
-    def __init__(self, shape: tuple[int, int, int]) -> None:
-        super().__init__()
-        self.shape = tuple(int(s) for s in shape)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(x.shape[0], *self.shape)
-
-    def extra_repr(self) -> str:
-        return f"shape={self.shape}"
-
-
-@dataclass(frozen=True)
-class CNNConfig:
-    """Architecture of the workflow's small CNN (see :func:`build_cnn`).
-
-    Attributes
-    ----------
-    input_shape : tuple of int
-        ``(C, H, W)`` of one image.
-    hidden : int
-        Width of the head's hidden layers.
-    n_layers : int
-        Linear maps of the head (as an MLP's "layers").
-    n_classes : int
-        Output size.
-    activation : {"relu", "tanh"}
-        After every convolution and every hidden linear map.
-    channels : tuple of two int
-        Output channels of the two convolution blocks.
-    """
-
-    input_shape: tuple[int, ...]
-    hidden: int
-    n_layers: int
-    n_classes: int
-    activation: str = "relu"
-    channels: tuple[int, ...] = field(default=(8, 16))
-
-    kind: ClassVar[str] = "cnn"
-
-    def __post_init__(self) -> None:
-        from dgpbench.models import _check_arch
-
-        shape = tuple(self.input_shape)
-        channels = tuple(self.channels)
-        for name, values, length in (("input_shape", shape, 3), ("channels", channels, 2)):
-            if len(values) != length or any(
-                isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in values
-            ):
-                raise ValueError(f"{name} must be {length} positive integers, got {values!r}")
-        if shape[1] < 4 or shape[2] < 4:
-            raise ValueError(f"input_shape {shape}: images must be at least 4x4 (two 2x2 pools)")
-        object.__setattr__(self, "input_shape", tuple(int(v) for v in shape))
-        object.__setattr__(self, "channels", tuple(int(v) for v in channels))
-        _check_arch(
-            self.n_inputs, self.hidden, self.n_layers, self.n_classes, self.activation, False, 0.0
-        )
-
-    @property
-    def n_inputs(self) -> int:
-        """Pixels per image (the flattened input size)."""
-        return math.prod(self.input_shape)
-
-    @property
-    def head_inputs(self) -> int:
-        """Size of the body's output, the head's input layer."""
-        _, h, w = self.input_shape
-        return self.channels[1] * (h // 4) * (w // 4)
-
-    @property
-    def batchnorm(self) -> bool:
-        """Always False (the training loop asks)."""
-        return False
-
-    def build(self, generator: torch.Generator | None = None) -> nn.Sequential:
-        """Return a freshly initialised network of this architecture."""
-        return build_cnn(self, generator=generator)
-
-
-def build_cnn(config: CNNConfig, generator: torch.Generator | None = None) -> nn.Sequential:
-    """Build the small CNN: ``body`` (two conv blocks, flatten) then ``head`` (an MLP).
-
-    Parameters
-    ----------
-    config : CNNConfig
-        The architecture.
-    generator : torch.Generator, optional
-        Source of all initial weights: convolutions get torch's default distribution
-        (Kaiming-uniform with ``a = sqrt(5)``, biases ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``)
-        but seeded; the head is :func:`dgpbench.models.build_mlp`'s.
-
-    Returns
-    -------
-    torch.nn.Sequential
-        With children ``body`` and ``head``; accepts flattened ``(N, C*H*W)`` or image
-        ``(N, C, H, W)`` batches.
-
-    Examples
-    --------
-    >>> net = build_cnn(CNNConfig((1, 8, 8), hidden=16, n_layers=2, n_classes=10))
-    >>> net(torch.zeros(3, 64)).shape, CNNConfig((1, 28, 28), 16, 2, 10).head_inputs
-    (torch.Size([3, 10]), 784)
-    """
-    from dgpbench.models import ACTIVATIONS, build_mlp
-
-    act = ACTIVATIONS[config.activation]
-    c_in = config.input_shape[0]
-    body: list[nn.Module] = [ImageReshape(config.input_shape)]
-    for c_out in config.channels:
-        conv = nn.Conv2d(c_in, c_out, kernel_size=3, padding=1)
-        with torch.no_grad():
-            nn.init.kaiming_uniform_(conv.weight, a=math.sqrt(5), generator=generator)
-            bound = 1.0 / math.sqrt(c_in * 9)
-            nn.init.uniform_(conv.bias, -bound, bound, generator=generator)
-        body += [conv, act(), nn.MaxPool2d(2)]
-        c_in = c_out
-    body.append(nn.Flatten())
-    head = build_mlp(
-        config.head_inputs,
-        config.hidden,
-        config.n_layers,
-        config.n_classes,
-        config.activation,
-        generator=generator,
-    )
-    return nn.Sequential(OrderedDict(body=nn.Sequential(*body), head=head))
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,11 +1,8 @@
 """MLPs, their training loop and their checkpoints.
 
-Architecture: ``in - h - ... - h - out`` where ``n_layers`` counts linear maps (the paper's
-"layers"): 1 is a linear classifier, 2 is ``in-h-out``, 4 is ``in-h-h-h-out``. The
-activation (ReLU or tanh) follows every linear map but the last. Weights are
-Xavier-normal; biases keep PyTorch's default distribution ``U(-1/sqrt(fan_in),
-1/sqrt(fan_in))`` (the authors only re-initialise weights), both drawn from the explicit
-``generator`` so a seed fixes the whole network.
+The architectures (:class:`ArchConfig`, :func:`build_mlp`) live in
+:mod:`dgpbench.architectures` and the checkpoint files (:func:`save_checkpoint`,
+:func:`load_checkpoint`) in :mod:`dgpbench.checkpoints`; both are re-exported here.
 
 Training (:func:`train_mlp`) follows the authors' scripts: Adam (betas 0.9/0.999, eps 1e-8,
 no weight decay), batch 32, 40 epochs, cross-entropy; a stratified ``val_fraction`` of the
@@ -34,19 +31,14 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
-import hashlib
-import itertools
 import logging
 import math
 import os
-import pickle
-import re
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
@@ -55,13 +47,42 @@ from torch.nn import functional as F
 
 from dgpbench._device import resolve_device
 from dgpbench._validation import as_float_array, check_int
+from dgpbench.architectures import ACTIVATIONS, ArchConfig, _check_arch, build_mlp, model_arch
+from dgpbench.checkpoints import (
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_VERSION,
+    checkpoint_name,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from dgpbench.io import atomic_path, save_npz
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_FORMAT = "dgpbench-mlp"
-CHECKPOINT_VERSION = 1
-ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
+# Re-exported: the architecture and checkpoint API kept its historic home here.
+__all__ = [
+    "ACTIVATIONS",
+    "CHECKPOINT_FORMAT",
+    "CHECKPOINT_VERSION",
+    "KEEP_OPTIONS",
+    "METRIC_COLUMNS",
+    "ArchConfig",
+    "TrainConfig",
+    "_check_arch",
+    "analysis_config",
+    "build_mlp",
+    "checkpoint_name",
+    "list_checkpoints",
+    "load_checkpoint",
+    "model_arch",
+    "save_checkpoint",
+    "set_torch_threads",
+    "shift_detection_config",
+    "torch_threads",
+    "train_mlp",
+]
+
 KEEP_OPTIONS = ("last", "all")
 METRIC_COLUMNS = ("epoch", "step", "train_loss", "train_acc", "val_loss", "val_acc", "seconds")
 
@@ -73,45 +94,6 @@ _ANALYSIS_VAL_FRACTION = {"mnist": 5000 / 60000, "fashion-mnist": 5000 / 60000, 
 # --------------------------------------------------------------------------------------------
 # configuration
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ArchConfig:
-    """Architecture of an MLP (see :func:`build_mlp` for the meaning of each field)."""
-
-    n_inputs: int
-    hidden: int
-    n_layers: int
-    n_classes: int
-    activation: str = "relu"
-    batchnorm: bool = False
-    dropout: float = 0.0
-
-    kind: ClassVar[str] = "mlp"
-
-    def __post_init__(self) -> None:
-        _check_arch(
-            self.n_inputs,
-            self.hidden,
-            self.n_layers,
-            self.n_classes,
-            self.activation,
-            self.batchnorm,
-            self.dropout,
-        )
-
-    def build(self, generator: torch.Generator | None = None) -> nn.Sequential:
-        """Return a freshly initialised network of this architecture."""
-        return build_mlp(
-            self.n_inputs,
-            self.hidden,
-            self.n_layers,
-            self.n_classes,
-            self.activation,
-            batchnorm=self.batchnorm,
-            dropout=self.dropout,
-            generator=generator,
-        )
-
-
 @dataclass(frozen=True)
 class TrainConfig:
     """Hyperparameters of :func:`train_mlp`.
@@ -196,97 +178,6 @@ def analysis_config(dataset: str = "mnist", **overrides: Any) -> TrainConfig:
 
 
 # --------------------------------------------------------------------------------------------
-# model
-# --------------------------------------------------------------------------------------------
-def _check_arch(
-    n_inputs: Any,
-    hidden: Any,
-    n_layers: Any,
-    n_classes: Any,
-    activation: Any,
-    batchnorm: Any,
-    dropout: Any,
-) -> None:
-    for name, value in (("n_inputs", n_inputs), ("n_layers", n_layers), ("n_classes", n_classes)):
-        check_int(value, name)
-    if n_layers > 1:
-        check_int(hidden, "hidden")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-    if not isinstance(batchnorm, bool):
-        raise TypeError(f"batchnorm must be a bool, got {type(batchnorm).__name__}")
-    if not (isinstance(dropout, (int, float)) and 0 <= dropout < 1):
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-
-
-def build_mlp(
-    n_inputs: int,
-    hidden: int,
-    n_layers: int,
-    n_classes: int,
-    activation: str = "relu",
-    *,
-    batchnorm: bool = False,
-    dropout: float = 0.0,
-    generator: torch.Generator | None = None,
-) -> nn.Sequential:
-    """Build an MLP with ``n_layers`` linear maps (callers flatten the images first).
-
-    Parameters
-    ----------
-    n_inputs : int
-        Input size (784 for MNIST, 3072 for CIFAR-10).
-    hidden : int
-        Width of every hidden layer (ignored when ``n_layers == 1``).
-    n_layers : int
-        Number of linear maps; 1 gives a linear classifier.
-    n_classes : int
-        Output size.
-    activation : {"relu", "tanh"}
-        Nonlinearity after every linear map but the last.
-    batchnorm : bool, default=False
-        Insert ``BatchNorm1d`` after each hidden linear map (before the activation).
-    dropout : float, default=0.0
-        If positive, ``Dropout`` after each hidden activation.
-    generator : torch.Generator, optional
-        Source of the initial weights; None uses torch's global generator.
-
-    Returns
-    -------
-    torch.nn.Sequential
-        With both options off, exactly ``Linear, act, Linear, act, ..., Linear``.
-
-    Raises
-    ------
-    ValueError
-        On non-positive sizes, an unknown activation or a dropout outside [0, 1).
-
-    Examples
-    --------
-    >>> net = build_mlp(784, 650, 4, 10, generator=torch.Generator().manual_seed(0))
-    >>> [m.out_features for m in net if isinstance(m, torch.nn.Linear)]
-    [650, 650, 650, 10]
-    """
-    _check_arch(n_inputs, hidden, n_layers, n_classes, activation, batchnorm, dropout)
-    sizes = [int(n_inputs)] + [int(hidden)] * (int(n_layers) - 1) + [int(n_classes)]
-    modules: list[nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
-        linear = nn.Linear(fan_in, fan_out, bias=True)
-        with torch.no_grad():
-            nn.init.xavier_normal_(linear.weight, generator=generator)
-            bound = 1.0 / math.sqrt(fan_in)  # torch's default bias distribution, but seeded
-            nn.init.uniform_(linear.bias, -bound, bound, generator=generator)
-        modules.append(linear)
-        if i < len(sizes) - 2:
-            if batchnorm:
-                modules.append(nn.BatchNorm1d(fan_out))
-            modules.append(ACTIVATIONS[activation]())
-            if dropout > 0:
-                modules.append(nn.Dropout(dropout))
-    return nn.Sequential(*modules)
-
-
-# --------------------------------------------------------------------------------------------
 # threads
 # --------------------------------------------------------------------------------------------
 def set_torch_threads(n: int | None) -> int:
@@ -308,229 +199,6 @@ def torch_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-# --------------------------------------------------------------------------------------------
-# checkpoints
-# --------------------------------------------------------------------------------------------
-def _plain(value: Any) -> Any:
-    """Dataclasses/tuples/paths to dicts/lists/str so ``torch.load(weights_only=True)`` works."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _weights_digest(state: dict[str, torch.Tensor]) -> str:
-    """SHA-256 of the weights (names, dtypes, shapes and bytes): torch's zip reader does not
-    check CRCs, so a flipped byte in a stored tensor would otherwise load silently."""
-    digest = hashlib.sha256()
-    for key in sorted(state):
-        tensor = state[key].detach().cpu().contiguous()
-        digest.update(f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-        digest.update(
-            tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
-        )
-    return digest.hexdigest()
-
-
-def model_arch(arch: Any, kind: str | None = None) -> Any:
-    """Return the architecture object of a model kind (``"mlp"``: :class:`ArchConfig`,
-    ``"cnn"``: :class:`dgpbench.cnn.CNNConfig`) from itself or its dict.
-
-    Raises
-    ------
-    ValueError
-        On an unknown kind.
-    """
-    if not isinstance(arch, dict):
-        return arch
-    kind = "mlp" if kind is None else kind
-    if kind == "mlp":
-        return ArchConfig(**arch)
-    if kind == "cnn":
-        from dgpbench.cnn import CNNConfig
-
-        return CNNConfig(**arch)
-    raise ValueError(f"unknown model kind {kind!r}; expected 'mlp' or 'cnn'")
-
-
-def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[str, Any]) -> Path:
-    """Write ``model``'s weights, their SHA-256 and ``meta`` to ``path`` atomically.
-
-    Parameters
-    ----------
-    path : str or path-like
-        Target file (parents are created).
-    model : torch.nn.Module
-        The network; its ``state_dict`` is stored.
-    meta : dict
-        Must contain ``"arch"`` (an :class:`ArchConfig`, a :class:`dgpbench.cnn.CNNConfig`,
-        or the dict of one with ``"kind"``) so the file can be loaded without the training
-        code; the model kind is stored as ``"kind"``. May contain ``train_config``, ``dataset``, ``epoch``,
-        ``metrics``... (plain values, dataclasses, tuples and paths are converted).
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    ValueError
-        If ``meta`` lacks ``"arch"``.
-    """
-    if "arch" not in meta:
-        raise ValueError("meta must contain 'arch' (an ArchConfig or its dict)")
-    arch = model_arch(meta["arch"], meta.get("kind"))
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "version": CHECKPOINT_VERSION,
-        "torch_version": str(torch.__version__),
-        "meta": _plain({**meta, "arch": arch, "kind": arch.kind}),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-    }
-    payload["weights_sha256"] = _weights_digest(payload["state_dict"])
-    path = Path(path)
-    with atomic_path(path, suffix=".pt") as tmp:
-        torch.save(payload, tmp)
-    return path
-
-
-_ACCEPTED = (
-    "Accepted: a checkpoint written by dgpbench.models.save_checkpoint or `dgpbench train`, "
-    "or the trained torch.nn.Sequential itself (load it in Python, then pass the module)"
-)
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first line of an error message (torch's unpickling errors run to a page)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
-def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[str, Any]]:
-    """Load a checkpoint written by :func:`save_checkpoint` into a new network (eval mode).
-
-    Parameters
-    ----------
-    path : str or path-like
-        The ``.pt`` file.
-
-    Returns
-    -------
-    model : torch.nn.Sequential
-        Rebuilt from the stored architecture (an MLP, or a CNN for ``kind: cnn``), weights
-        loaded, in ``eval()`` mode.
-    meta : dict
-        The stored metadata (``arch``, and usually ``train_config``, ``dataset``, ``epoch``,
-        ``metrics``) plus ``format`` and ``version``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If the file is truncated or corrupt (its weights must match the SHA-256 checksum
-        :func:`save_checkpoint` stores with them), is not a dgpbench checkpoint, has an
-        unsupported version, or its weights do not match its architecture.
-    """
-    path = Path(path)
-    if path.is_dir():
-        found = sorted(p.name for p in path.glob("*.pt"))[:3]
-        hint = f" (it holds {', '.join(found)})" if found else ""
-        raise ValueError(f"checkpoint {path} is a directory{hint}: pass the .pt file itself")
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        # torch's weights-only reader refuses pickled classes (a whole module saved with
-        # torch.save(model)) instead of running their code; say what is accepted instead.
-        refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
-        if refused is None:
-            raise ValueError(f"cannot read checkpoint {path}: truncated or corrupt") from exc
-        raise ValueError(
-            f"{path} is not a dgpbench checkpoint: it stores pickled Python objects "
-            f"({refused[1]}; e.g. a whole model saved with torch.save(model)), which dgpbench "
-            f"never unpickles. {_ACCEPTED}"
-        ) from exc
-    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"cannot read checkpoint {path}: truncated or corrupt ({exc})") from exc
-    except Exception as exc:  # weights_only unpickling errors have no stable type
-        raise ValueError(f"cannot read checkpoint {path}: {_first_line(exc)}") from exc
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(
-            f"{path} is not a dgpbench MLP checkpoint (missing format tag). {_ACCEPTED}"
-        )
-    if payload.get("version") != CHECKPOINT_VERSION:
-        raise ValueError(
-            f"{path} has checkpoint version {payload.get('version')!r}; "
-            f"this dgpbench reads version {CHECKPOINT_VERSION}"
-        )
-    meta = payload.get("meta")
-    state = payload.get("state_dict")
-    if not isinstance(meta, dict) or not isinstance(state, dict) or "arch" not in meta:
-        raise ValueError(f"{path} lacks 'meta', 'meta.arch' or 'state_dict'")
-    bad = [k for k, v in state.items() if not isinstance(v, torch.Tensor)]
-    if bad:
-        raise ValueError(f"{path}: state_dict entries {bad[:5]} are not tensors")
-    stored = payload.get("weights_sha256")
-    if stored is None:
-        log.warning("%s has no weights checksum (written by an older dgpbench)", path)
-    elif stored != _weights_digest(state):
-        raise ValueError(
-            f"checkpoint {path} is corrupt: its weights do not match the checksum stored "
-            "with them (damaged copy or disk?); retrain or restore the file"
-        )
-    try:
-        arch = model_arch(meta["arch"], meta.get("kind", "mlp"))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{path} stores an invalid architecture {meta['arch']!r}: {exc}") from exc
-    model = arch.build(generator=torch.Generator().manual_seed(0))
-    expected = model.state_dict()
-    problems = sorted(set(expected) ^ set(state))
-    problems += [
-        f"{k}: stored {tuple(state[k].shape)}, architecture needs {tuple(v.shape)}"
-        for k, v in expected.items()
-        if k in state and tuple(state[k].shape) != tuple(v.shape)
-    ]
-    if problems:
-        raise ValueError(
-            f"{path}: weights do not match the stored architecture {arch}: "
-            + "; ".join(str(p) for p in problems[:5])
-        )
-    model.load_state_dict(state)
-    model.eval()
-    return model, {**meta, "format": payload["format"], "version": payload["version"]}
-
-
-def checkpoint_name(epoch: float) -> str:
-    """File name of the checkpoint at ``epoch`` (e.g. ``epoch_00.25.pt``, ``epoch_40.00.pt``).
-
-    Examples
-    --------
-    >>> checkpoint_name(0.25), checkpoint_name(40)
-    ('epoch_00.25.pt', 'epoch_40.00.pt')
-    """
-    return f"epoch_{epoch:05.2f}.pt"
-
-
-def list_checkpoints(out_dir: str | os.PathLike[str]) -> list[tuple[float, Path]]:
-    """Return ``(epoch, path)`` of every checkpoint in ``out_dir``, sorted by epoch."""
-    found = []
-    for p in Path(out_dir).glob("epoch_*.pt"):
-        try:
-            found.append((float(p.stem.removeprefix("epoch_")), p))
-        except ValueError:
-            continue
-    return sorted(found)
 
 
 # --------------------------------------------------------------------------------------------

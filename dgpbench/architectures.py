@@ -1,0 +1,332 @@
+"""Architectures of the networks dgpbench trains: MLPs and the workflow's small CNN.
+
+This module sits below the training code (:mod:`dgpbench.models`), the checkpoint files
+(:mod:`dgpbench.checkpoints`) and the body/head split (:mod:`dgpbench.cnn`), which all
+build networks from it; it imports none of them, so the package's imports run one way.
+
+MLP: ``in - h - ... - h - out`` where ``n_layers`` counts linear maps (the paper's
+"layers"): 1 is a linear classifier, 2 is ``in-h-out``, 4 is ``in-h-h-h-out``. The
+activation (ReLU or tanh) follows every linear map but the last. Weights are
+Xavier-normal; biases keep PyTorch's default distribution ``U(-1/sqrt(fan_in),
+1/sqrt(fan_in))`` (the authors only re-initialise weights), both drawn from the explicit
+``generator`` so a seed fixes the whole network.
+
+:class:`CNNConfig` is the workflow's small CNN family (``models.kind: cnn``): two blocks of
+3x3 convolution (padding 1), activation and 2x2 max pooling, then an MLP head with the
+configured hidden width and number of linear maps (:func:`build_mlp`, the same
+initialisation as the MLPs).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from dgpbench._validation import check_int
+
+__all__ = [
+    "ACTIVATIONS",
+    "ArchConfig",
+    "CNNConfig",
+    "ImageReshape",
+    "build_cnn",
+    "build_mlp",
+    "model_arch",
+]
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
+
+
+# --------------------------------------------------------------------------------------------
+# MLP
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ArchConfig:
+    """Architecture of an MLP (see :func:`build_mlp` for the meaning of each field)."""
+
+    n_inputs: int
+    hidden: int
+    n_layers: int
+    n_classes: int
+    activation: str = "relu"
+    batchnorm: bool = False
+    dropout: float = 0.0
+
+    kind: ClassVar[str] = "mlp"
+
+    def __post_init__(self) -> None:
+        _check_arch(
+            self.n_inputs,
+            self.hidden,
+            self.n_layers,
+            self.n_classes,
+            self.activation,
+            self.batchnorm,
+            self.dropout,
+        )
+
+    def build(self, generator: torch.Generator | None = None) -> nn.Sequential:
+        """Return a freshly initialised network of this architecture."""
+        return build_mlp(
+            self.n_inputs,
+            self.hidden,
+            self.n_layers,
+            self.n_classes,
+            self.activation,
+            batchnorm=self.batchnorm,
+            dropout=self.dropout,
+            generator=generator,
+        )
+
+
+def _check_arch(
+    n_inputs: Any,
+    hidden: Any,
+    n_layers: Any,
+    n_classes: Any,
+    activation: Any,
+    batchnorm: Any,
+    dropout: Any,
+) -> None:
+    for name, value in (("n_inputs", n_inputs), ("n_layers", n_layers), ("n_classes", n_classes)):
+        check_int(value, name)
+    if n_layers > 1:
+        check_int(hidden, "hidden")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+    if not isinstance(batchnorm, bool):
+        raise TypeError(f"batchnorm must be a bool, got {type(batchnorm).__name__}")
+    if not (isinstance(dropout, (int, float)) and 0 <= dropout < 1):
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+
+
+def build_mlp(
+    n_inputs: int,
+    hidden: int,
+    n_layers: int,
+    n_classes: int,
+    activation: str = "relu",
+    *,
+    batchnorm: bool = False,
+    dropout: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> nn.Sequential:
+    """Build an MLP with ``n_layers`` linear maps (callers flatten the images first).
+
+    Parameters
+    ----------
+    n_inputs : int
+        Input size (784 for MNIST, 3072 for CIFAR-10).
+    hidden : int
+        Width of every hidden layer (ignored when ``n_layers == 1``).
+    n_layers : int
+        Number of linear maps; 1 gives a linear classifier.
+    n_classes : int
+        Output size.
+    activation : {"relu", "tanh"}
+        Nonlinearity after every linear map but the last.
+    batchnorm : bool, default=False
+        Insert ``BatchNorm1d`` after each hidden linear map (before the activation).
+    dropout : float, default=0.0
+        If positive, ``Dropout`` after each hidden activation.
+    generator : torch.Generator, optional
+        Source of the initial weights; None uses torch's global generator.
+
+    Returns
+    -------
+    torch.nn.Sequential
+        With both options off, exactly ``Linear, act, Linear, act, ..., Linear``.
+
+    Raises
+    ------
+    ValueError
+        On non-positive sizes, an unknown activation or a dropout outside [0, 1).
+
+    Examples
+    --------
+    >>> net = build_mlp(784, 650, 4, 10, generator=torch.Generator().manual_seed(0))
+    >>> [m.out_features for m in net if isinstance(m, torch.nn.Linear)]
+    [650, 650, 650, 10]
+    """
+    _check_arch(n_inputs, hidden, n_layers, n_classes, activation, batchnorm, dropout)
+    sizes = [int(n_inputs)] + [int(hidden)] * (int(n_layers) - 1) + [int(n_classes)]
+    modules: list[nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
+        linear = nn.Linear(fan_in, fan_out, bias=True)
+        with torch.no_grad():
+            nn.init.xavier_normal_(linear.weight, generator=generator)
+            bound = 1.0 / math.sqrt(fan_in)  # torch's default bias distribution, but seeded
+            nn.init.uniform_(linear.bias, -bound, bound, generator=generator)
+        modules.append(linear)
+        if i < len(sizes) - 2:
+            if batchnorm:
+                modules.append(nn.BatchNorm1d(fan_out))
+            modules.append(ACTIVATIONS[activation]())
+            if dropout > 0:
+                modules.append(nn.Dropout(dropout))
+    return nn.Sequential(*modules)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------------
+# CNN
+# --------------------------------------------------------------------------------------------
+class ImageReshape(nn.Module):
+    """Reshape a batch ``(N, ...)`` to images ``(N, C, H, W)`` (flattened or image input).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(C, H, W)``.
+    """
+
+    def __init__(self, shape: tuple[int, int, int]) -> None:
+        super().__init__()
+        self.shape = tuple(int(s) for s in shape)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(x.shape[0], *self.shape)
+
+    def extra_repr(self) -> str:
+        return f"shape={self.shape}"
+
+
+@dataclass(frozen=True)
+class CNNConfig:
+    """Architecture of the workflow's small CNN (see :func:`build_cnn`).
+
+    Attributes
+    ----------
+    input_shape : tuple of int
+        ``(C, H, W)`` of one image.
+    hidden : int
+        Width of the head's hidden layers.
+    n_layers : int
+        Linear maps of the head (as an MLP's "layers").
+    n_classes : int
+        Output size.
+    activation : {"relu", "tanh"}
+        After every convolution and every hidden linear map.
+    channels : tuple of two int
+        Output channels of the two convolution blocks.
+    """
+
+    input_shape: tuple[int, ...]
+    hidden: int
+    n_layers: int
+    n_classes: int
+    activation: str = "relu"
+    channels: tuple[int, ...] = field(default=(8, 16))
+
+    kind: ClassVar[str] = "cnn"
+
+    def __post_init__(self) -> None:
+        shape = tuple(self.input_shape)
+        channels = tuple(self.channels)
+        for name, values, length in (("input_shape", shape, 3), ("channels", channels, 2)):
+            if len(values) != length or any(
+                isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in values
+            ):
+                raise ValueError(f"{name} must be {length} positive integers, got {values!r}")
+        if shape[1] < 4 or shape[2] < 4:
+            raise ValueError(f"input_shape {shape}: images must be at least 4x4 (two 2x2 pools)")
+        object.__setattr__(self, "input_shape", tuple(int(v) for v in shape))
+        object.__setattr__(self, "channels", tuple(int(v) for v in channels))
+        _check_arch(
+            self.n_inputs, self.hidden, self.n_layers, self.n_classes, self.activation, False, 0.0
+        )
+
+    @property
+    def n_inputs(self) -> int:
+        """Pixels per image (the flattened input size)."""
+        return math.prod(self.input_shape)
+
+    @property
+    def head_inputs(self) -> int:
+        """Size of the body's output, the head's input layer."""
+        _, h, w = self.input_shape
+        return self.channels[1] * (h // 4) * (w // 4)
+
+    @property
+    def batchnorm(self) -> bool:
+        """Always False (the training loop asks)."""
+        return False
+
+    def build(self, generator: torch.Generator | None = None) -> nn.Sequential:
+        """Return a freshly initialised network of this architecture."""
+        return build_cnn(self, generator=generator)
+
+
+def build_cnn(config: CNNConfig, generator: torch.Generator | None = None) -> nn.Sequential:
+    """Build the small CNN: ``body`` (two conv blocks, flatten) then ``head`` (an MLP).
+
+    Parameters
+    ----------
+    config : CNNConfig
+        The architecture.
+    generator : torch.Generator, optional
+        Source of all initial weights: convolutions get torch's default distribution
+        (Kaiming-uniform with ``a = sqrt(5)``, biases ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``)
+        but seeded; the head is :func:`build_mlp`'s.
+
+    Returns
+    -------
+    torch.nn.Sequential
+        With children ``body`` and ``head``; accepts flattened ``(N, C*H*W)`` or image
+        ``(N, C, H, W)`` batches.
+
+    Examples
+    --------
+    >>> net = build_cnn(CNNConfig((1, 8, 8), hidden=16, n_layers=2, n_classes=10))
+    >>> net(torch.zeros(3, 64)).shape, CNNConfig((1, 28, 28), 16, 2, 10).head_inputs
+    (torch.Size([3, 10]), 784)
+    """
+    act = ACTIVATIONS[config.activation]
+    c_in = config.input_shape[0]
+    body: list[nn.Module] = [ImageReshape(config.input_shape)]
+    for c_out in config.channels:
+        conv = nn.Conv2d(c_in, c_out, kernel_size=3, padding=1)
+        with torch.no_grad():
+            nn.init.kaiming_uniform_(conv.weight, a=math.sqrt(5), generator=generator)
+            bound = 1.0 / math.sqrt(c_in * 9)
+            nn.init.uniform_(conv.bias, -bound, bound, generator=generator)
+        body += [conv, act(), nn.MaxPool2d(2)]
+        c_in = c_out
+    body.append(nn.Flatten())
+    head = build_mlp(
+        config.head_inputs,
+        config.hidden,
+        config.n_layers,
+        config.n_classes,
+        config.activation,
+        generator=generator,
+    )
+    return nn.Sequential(OrderedDict(body=nn.Sequential(*body), head=head))
+
+
+def model_arch(arch: Any, kind: str | None = None) -> Any:
+    """Return the architecture object of a model kind (``"mlp"``: :class:`ArchConfig`,
+    ``"cnn"``: :class:`CNNConfig`) from itself or its dict.
+
+    Raises
+    ------
+    ValueError
+        On an unknown kind.
+    """
+    if not isinstance(arch, dict):
+        return arch
+    kind = "mlp" if kind is None else kind
+    if kind == "mlp":
+        return ArchConfig(**arch)
+    if kind == "cnn":
+        return CNNConfig(**arch)
+    raise ValueError(f"unknown model kind {kind!r}; expected 'mlp' or 'cnn'")
