@@ -1,12 +1,17 @@
 """The ``dgpbench`` command line: one subcommand per workflow step.
 
-User mistakes (bad paths, unknown names, invalid values) end in a one-line message on
-stderr and exit status 2, never a traceback.
+Exit statuses: 0 success; 1 only where a command defines it (``dgpbench score``: the test
+rejected, i.e. a shift); 2 every failure (a bad file, an unknown name, an invalid value, a
+custom method that raises, a closed or broken standard output, even an unexpected crash),
+with one line on stderr naming what failed, never a traceback (``-v`` adds it); 130 on
+Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import logging
 import os
 import sys
@@ -38,29 +43,96 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``dgpbench`` console script."""
-    parser = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
-        # `dgpbench run` hands every further argument to snakemake untouched.
-        args = parser.parse_args(["run"])
-        args.snakemake_args = argv[1:]
-    else:
-        args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    if os.environ.get("SLURM_JOB_ID"):
-        log.info("running in SLURM job %s", os.environ["SLURM_JOB_ID"])
-    if getattr(args, "_run", None) is None:
-        parser.print_help()
-        return 0
+class _ClosedStream:
+    """Stands in for a standard stream the process was started without (``>&-``): Python
+    sets ``sys.stdout`` to None and ``print`` then drops the output without a word."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed, cannot write the results")
+
+    def flush(self) -> None:
+        pass
+
+
+def _say(message: str) -> None:
+    """Print one line on stderr if stderr can take it (it may be closed or a broken pipe)."""
     try:
-        return int(args._run(args) or 0)
-    except (CommandError, ValueError, TypeError, KeyError, OSError) as exc:  # user mistakes
-        print(f"dgpbench {args.command}: error: {exc}", file=sys.stderr)
+        print(message, file=sys.__stderr__ if sys.stderr is None else sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an exception: its message's first line, with the type when unexpected."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    if isinstance(exc, (CommandError, ValueError, TypeError, KeyError, OSError)):
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _flush_stdout() -> None:
+    """Flush stdout now, so a closed or broken pipe is reported as a failure (exit 2)
+    instead of surfacing at interpreter exit."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        # Python would try again at exit and print a traceback: point stdout at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dgpbench`` console script; returns the exit status.
+
+    0 on success, 1 only when a command defines it (``score``: shift detected), 2 on any
+    failure (one line on stderr), 130 on Ctrl-C.
+    """
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream("stdout")
+    command = "dgpbench"
+    try:
+        parser = build_parser()
+        argv = list(sys.argv[1:] if argv is None else argv)
+        if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
+            # `dgpbench run` hands every further argument to snakemake untouched.
+            args = parser.parse_args(["run"])
+            args.snakemake_args = argv[1:]
+        else:
+            args = parser.parse_args(argv)
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose else logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+        if os.environ.get("SLURM_JOB_ID"):
+            log.info("running in SLURM job %s", os.environ["SLURM_JOB_ID"])
+        if getattr(args, "_run", None) is None:
+            parser.print_help()
+            _flush_stdout()
+            return 0
+        command = f"dgpbench {args.command}"
+        status = int(args._run(args) or 0)
+        _flush_stdout()
+        return status
+    except KeyboardInterrupt:
+        _say(f"{command}: interrupted")
+        return 130
+    except SystemExit as exc:
+        if command == "dgpbench":  # argparse: --help, --version or a usage error
+            return exc.code if isinstance(exc.code, int) else 2
+        # a command (or a custom method's code) called sys.exit: never a verdict
+        _say(f"{command}: error: the command exited early (sys.exit({exc.code!r}))")
+        return 2
+    except BaseException as exc:  # every failure is status 2, never 1 (= "shift")
+        _say(f"{command}: error: {_describe(exc)}")
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("traceback", exc_info=exc)
         return 2
 
 

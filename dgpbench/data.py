@@ -36,8 +36,6 @@ import gzip
 import logging
 import os
 import pickle
-import zipfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from dgpbench._validation import check_int
+from dgpbench.npz import open_npz
 
 log = logging.getLogger(__name__)
 
@@ -648,24 +647,18 @@ def _load_digits(split: str) -> _Raw:
 # npz files
 # --------------------------------------------------------------------------------------------
 def _open_npz(path: Path) -> Any:
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         raise DatasetNotFoundError(
             f"npz data set not found: {path} does not exist (expected a .npz file with arrays "
             "x_train, y_train, x_test, y_test)"
         )
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"cannot read {path}: {exc} (not an .npz file, or truncated)") from exc
+    return open_npz(path)  # checks every declared size first (dgpbench.npz)
 
 
 def _npz_array(store: Any, path: Path, key: str) -> np.ndarray:
     if key not in store.files:
         raise ValueError(f"{path} has no array {key!r}; it has {sorted(store.files)}")
-    try:
-        return store[key]
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        raise ValueError(f"cannot read array {key!r} from {path}: {exc} (corrupt file?)") from exc
+    return store[key]  # a ValueError naming the file and the array on any failure
 
 
 def _load_npz(path: Path, split: str) -> _Raw:
@@ -749,15 +742,9 @@ def load_npz_images(
         the file and the array.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DatasetNotFoundError(f"{path} does not exist (expected a .npz file with array 'x')")
-    try:
-        store = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"cannot read {path}: not an .npz file, or truncated ({exc})") from exc
-    if not hasattr(store, "files"):  # np.load returns a bare array for a .npy file
-        raise ValueError(f"{path} is a single array, not an .npz file with array 'x'")
-    with store:
+    with open_npz(path) as store:
         x = _npz_array(store, path, "x")
         y = _npz_array(store, path, "y") if labels else None
     x = _npz_images(x, f"{path}:x")

@@ -716,7 +716,8 @@ def load_method_class(spec: str) -> type:
     Raises
     ------
     ValueError
-        If ``spec`` is malformed, the module cannot be imported, it has no such class, or the
+        If ``spec`` is malformed, the module cannot be imported (missing, or its code raises:
+        a ``SyntaxError`` or any exception at import time), it has no such class, or the
         class is not a transformer taking a ``model`` argument.
 
     Examples
@@ -740,6 +741,12 @@ def load_method_class(spec: str) -> type:
         raise ValueError(
             f"method {spec!r}: cannot import module {match['module']!r} ({exc}); install it "
             "or add its folder to PYTHONPATH"
+        ) from exc
+    except (Exception, SystemExit) as exc:  # the module's own code failed (SyntaxError, ...)
+        lines = str(exc).strip().splitlines()
+        raise ValueError(
+            f"method {spec!r}: importing module {match['module']!r} failed: "
+            f"{type(exc).__name__}: {lines[0] if lines else ''}"
         ) from exc
     cls = getattr(module, match["name"], None)
     if cls is None:

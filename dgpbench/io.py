@@ -84,14 +84,12 @@ def save_npz(path: str | os.PathLike, **arrays: Any) -> None:
 
 
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Load every array of an ``.npz`` into memory, with a clear error for a bad file."""
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            return {k: f[k] for k in f.files}
-    except FileNotFoundError:
-        raise
-    except Exception as exc:  # zipfile/pickle errors: truncated or not an npz at all
-        raise ValueError(f"{path}: not a readable .npz file ({exc})") from exc
+    """Load every array of an ``.npz`` into memory, with a clear error for a bad file (see
+    :mod:`dgpbench.npz` for the size limit)."""
+    from dgpbench.npz import open_npz
+
+    with open_npz(path) as f:  # sizes checked first; any failure names the file and array
+        return {k: f[k] for k in f.files}
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -40,6 +40,17 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}") from None
 
 
+def _significance(text: str) -> float:
+    """An argparse type for a significance level in (0, 1), checked before any work."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text}")
+    return value
+
+
 # --------------------------------------------------------------------------------------------
 # train
 # --------------------------------------------------------------------------------------------
@@ -236,19 +247,26 @@ def _features(args: argparse.Namespace) -> None:
     from tqdm.auto import tqdm
 
     from dgpbench.features import make_features
+    from dgpbench.method_output import fit_method, transform_method
     from dgpbench.models import torch_threads
 
     clean = load_npz(args.clean)
     _require(clean, args.clean, ["x_ref", "y_ref", "x_test"], "images")
     # Read every input before the (long) computation, so a bad file fails at once.
     sets = {"clean": clean["x_test"]}
+    source = {"clean": args.clean}
     for path in args.corrupted:
         arrays = load_npz(path)
         _require(arrays, path, ["corruption"], "corrupt")
         code = str(arrays.pop("corruption"))
-        sets.update(
-            {feature_key(code, int(key.removeprefix("intensity_"))): x for key, x in arrays.items()}
-        )
+        for name, x in arrays.items():
+            key = feature_key(code, int(name.removeprefix("intensity_")))
+            if key in sets:  # the later file would silently replace the earlier one's set
+                raise ValueError(
+                    f"--corrupted: {path} and {source[key]} both hold {key} "
+                    f"(corruption {code}, {name}); give each corruption and intensity once"
+                )
+            sets[key], source[key] = x, path
     with torch_threads(args.threads):
         est = make_features(
             args.method,
@@ -257,11 +275,17 @@ def _features(args: argparse.Namespace) -> None:
             n_jobs=args.threads,
             device=args.device,
         )
-        est.fit(clean["x_ref"], clean["y_ref"])
+        fit_method(est, clean["x_ref"], clean["y_ref"], args.method)
         feats = {
-            key: est.transform(x)
+            key: transform_method(est, x, args.method, f"image set {key} of {source[key]}")
             for key, x in tqdm(sets.items(), desc=f"features {args.method}", disable=None)
         }
+    widths = {f.shape[1] for f in feats.values()}
+    if len(widths) != 1:
+        raise ValueError(
+            f"method {args.method!r} returned different numbers of features for different "
+            f"image sets ({sorted(widths)})"
+        )
     classes = getattr(est, "classes_", np.unique(clean["y_ref"]))  # custom methods may lack it
     save_npz(args.out, classes=classes, **feats)
     log.info(
@@ -282,7 +306,7 @@ def _score_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
     p.add_argument("--batch", required=True, help=".npz with images x: the batch under test")
     p.add_argument("--method", default="dgp", help=_METHOD_HELP + " (default: dgp)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
     p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
     p.add_argument("--batch-size", type=_positive_int, default=256)
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
@@ -296,6 +320,7 @@ def _score(args: argparse.Namespace) -> int:
     from dgpbench.data import load_npz_images
     from dgpbench.detection import KSShiftDetector
     from dgpbench.features import make_features
+    from dgpbench.method_output import feature_names, fit_method, transform_method
     from dgpbench.models import torch_threads
 
     # Every file is read (and checked) before the model runs, so a bad one fails at once.
@@ -308,14 +333,14 @@ def _score(args: argparse.Namespace) -> int:
         feats = make_features(
             args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
         )
-        feats.fit(x_refs, y_refs)
-        detector.fit(feats.transform(x_clean))
-        result = detector.test(feats.transform(x_batch))
-    names = (
-        feats.get_feature_names_out()
-        if hasattr(feats, "get_feature_names_out")
-        else [f"feature{k}" for k in range(result.n_features)]
-    )
+        fit_method(feats, x_refs, y_refs, args.method)
+        detector.fit(
+            transform_method(feats, x_clean, args.method, f"the clean images {args.clean}")
+        )
+        result = detector.test(
+            transform_method(feats, x_batch, args.method, f"the batch {args.batch}")
+        )
+    names = feature_names(feats, result.n_features, args.method)
     table = pd.DataFrame(
         {
             "feature": [str(n) for n in names],
@@ -361,7 +386,7 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deltas", type=float, nargs="+", required=True, help="corrupted ratios")
     p.add_argument("--draws", type=_positive_int, default=100)
     p.add_argument("--seed", type=int, default=112)
-    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--alpha", type=_significance, default=0.05)
     p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
     p.add_argument("--no-calibration", action="store_true", help="skip the delta = 0 draws")
     p.add_argument(
@@ -403,7 +428,9 @@ def _detect(args: argparse.Namespace) -> None:
 
         if args.labels is None:
             raise ValueError("--knockout-intensities needs --labels (the clean image set)")
-        labels = load_npz(args.labels)["y_test"]
+        labels_file = load_npz(args.labels)
+        _require(labels_file, args.labels, ["y_test"], "images")
+        labels = labels_file["y_test"]
     common = {
         "ns": args.ns,
         "n_draws": args.draws,
@@ -509,7 +536,10 @@ def _tables_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ablation-ns", type=int, nargs="+", default=[20, 50, 100])
     _pool_deltas_arg(p)
     p.add_argument(
-        "--alpha", type=float, default=0.05, help="significance level of the records (caption)"
+        "--alpha",
+        type=_significance,
+        default=0.05,
+        help="significance level of the records (caption)",
     )
     p.add_argument("--out-dir", required=True)
 

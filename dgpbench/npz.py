@@ -1,0 +1,203 @@
+"""Reading ``.npz`` files we did not write: every declared size is checked before data is read.
+
+An ``.npz`` is a zip archive of ``.npy`` arrays, and both layers declare sizes that a reader
+trusts: a 4 KB file can declare a 3.6 TiB array, and a few hundred kB of deflated zeros
+inflate to gigabytes. :func:`open_npz` refuses, before reading any data,
+
+* a member that is encrypted or uses a compression method other than stored or deflate;
+* an archive whose members declare more than :func:`max_npz_bytes` bytes in all;
+* an array whose header declares more than that many bytes, or Python objects (which would
+  need unpickling: dgpbench never unpickles a file).
+
+The limit is 1 GiB by default; set the environment variable ``DGPBENCH_MAX_NPZ_BYTES``
+(a number of bytes, e.g. ``4e9``) to raise or lower it. Every failure is a ``ValueError``
+naming the file and the array.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zipfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+__all__ = ["DEFAULT_MAX_NPZ_BYTES", "MAX_NPZ_BYTES_ENV", "NpzReader", "max_npz_bytes", "open_npz"]
+
+MAX_NPZ_BYTES_ENV = "DGPBENCH_MAX_NPZ_BYTES"
+DEFAULT_MAX_NPZ_BYTES = 2**30
+
+_SUPPORTED_COMPRESSION = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+_HEADER_READERS = {
+    (1, 0): npy_format.read_array_header_1_0,
+    (2, 0): npy_format.read_array_header_2_0,
+}
+
+
+def max_npz_bytes() -> int:
+    """The largest number of bytes an ``.npz`` file may declare (``$DGPBENCH_MAX_NPZ_BYTES``).
+
+    Raises
+    ------
+    ValueError
+        If the environment variable is set but not a positive number.
+    """
+    text = os.environ.get(MAX_NPZ_BYTES_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_NPZ_BYTES
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise ValueError(f"{MAX_NPZ_BYTES_ENV} must be a positive number of bytes, got {text!r}")
+    return int(value)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+class NpzReader:
+    """A checked ``.npz`` archive: ``files``, ``key in reader``, ``reader[key]``, ``with``.
+
+    Use :func:`open_npz` to open one.
+    """
+
+    def __init__(self, path: Path, archive: zipfile.ZipFile, limit: int) -> None:
+        self.path = path
+        self._zip = archive
+        self._limit = limit
+        self._members = {
+            (info.filename[:-4] if info.filename.endswith(".npy") else info.filename): info
+            for info in archive.infolist()
+            if not info.is_dir()
+        }
+        for key, info in self._members.items():
+            if info.flag_bits & 0x1:
+                raise ValueError(f"{path}: array {key!r} is encrypted; dgpbench reads plain .npz")
+            if info.compress_type not in _SUPPORTED_COMPRESSION:
+                raise ValueError(
+                    f"{path}: array {key!r} uses zip compression method {info.compress_type}; "
+                    "an .npz is stored or deflated (numpy.savez or numpy.savez_compressed)"
+                )
+        declared = sum(info.file_size for info in self._members.values())
+        self._check_size(declared, "its arrays declare")
+        self.files = list(self._members)
+
+    def _check_size(self, n: int, what: str) -> None:
+        if n > self._limit:
+            raise ValueError(
+                f"{self.path}: {what} {_size(n)}, more than the limit of {_size(self._limit)} "
+                f"(set {MAX_NPZ_BYTES_ENV} to a larger number of bytes if the file is genuine)"
+            )
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._members
+
+    def __iter__(self) -> Any:
+        return iter(self.files)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._members:
+            raise KeyError(f"{self.path} has no array {key!r}; it has {sorted(self.files)}")
+        info = self._members[key]
+        where = f"array {key!r} of {self.path}"
+        try:
+            with self._zip.open(info) as fh:
+                version = npy_format.read_magic(fh)
+                if version not in _HEADER_READERS:
+                    raise ValueError(f"unsupported .npy format version {version}")
+                shape, _, dtype = _HEADER_READERS[version](fh)
+            if dtype.hasobject:
+                raise ValueError(
+                    f"{where} holds Python objects, which dgpbench never unpickles; "
+                    "store numbers (e.g. uint8 or float32 images, integer labels)"
+                )
+            self._check_size(
+                math.prod(shape) * dtype.itemsize, f"{where} declares shape {shape} {dtype} ="
+            )
+            with self._zip.open(info) as fh:
+                return npy_format.read_array(fh, allow_pickle=False)
+        except ValueError as exc:
+            if str(self.path) in str(exc):
+                raise
+            raise ValueError(f"cannot read {where}: {exc}") from exc
+        except Exception as exc:  # zlib, CRC, EOF, MemoryError...: a damaged or hostile file
+            raise ValueError(
+                f"cannot read {where}: {type(exc).__name__}: {exc} (corrupt file?)"
+            ) from exc
+
+    def close(self) -> None:
+        """Close the archive."""
+        self._zip.close()
+
+    def __enter__(self) -> NpzReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_npz(path: str | os.PathLike[str]) -> NpzReader:
+    """Open an ``.npz`` file after checking what it declares (see the module docstring).
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+
+    Returns
+    -------
+    NpzReader
+        Read arrays with ``reader[key]``; close it (or use ``with``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is a folder, not an ``.npz`` archive, or breaks a rule above.
+
+    Examples
+    --------
+    >>> import io, numpy as np, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.npz"
+    >>> np.savez(path, x=np.arange(3))
+    >>> with open_npz(path) as f:
+    ...     f.files, f["x"].tolist()
+    (['x'], [0, 1, 2])
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, not an .npz file")
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    limit = max_npz_bytes()
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, EOFError, ValueError) as exc:
+        with open(path, "rb") as fh:
+            is_npy = fh.read(6) == b"\x93NUMPY"
+        what = "it is a single .npy array" if is_npy else "not a zip archive, or truncated"
+        raise ValueError(
+            f"cannot read {path}: not an .npz file (a zip archive of .npy arrays, as "
+            f"numpy.savez writes): {what}"
+        ) from exc
+    try:
+        return NpzReader(path, archive, limit)
+    except BaseException:
+        archive.close()
+        raise
