@@ -124,8 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"{command}: interrupted")
         return 130
     except SystemExit as exc:
-        if command == "dgpbench":  # argparse: --help, --version or a usage error
-            return exc.code if isinstance(exc.code, int) else 2
+        if command == "dgpbench":  # argparse: --help, --version or a usage error (status 2)
+            raise
         # a command (or a custom method's code) called sys.exit: never a verdict
         _say(f"{command}: error: the command exited early (sys.exit({exc.code!r}))")
         return 2
