@@ -8,9 +8,14 @@ runs in torch. Softmax uses the whole network (the head's output is the network'
 :func:`split_network` finds the head: the longest trailing run of ``nn.Linear`` maps,
 element-wise activations and evaluation-time identities (``Flatten``, ``Dropout``,
 ``Identity``) of an ``nn.Sequential`` (nested containers are flattened), starting at its first
-``nn.Linear``; everything before it is the body. A ``(body, head)`` pair names the split
+``nn.Linear``; everything before it is the body. The head must hold every ``nn.Linear`` of the
+network unless the body holds a layer no MLP graph can (a convolution, pooling, a recurrent
+or attention layer, a block of its own...): an MLP with an unsupported layer between its
+linear maps (``SiLU``, ``ELU``, ``Softplus``, ``BatchNorm1d``, ...) is an error naming that
+layer, never a graph of its last linear maps alone. A ``(body, head)`` pair names the split
 explicitly (any ``nn.Module`` body, an MLP head). A body of identities only is no body: the
-model is a plain MLP.
+model is a plain MLP. The log says which layers form the graph (a warning when linear maps
+stay in the body).
 
 The body runs in float64 and its output is rounded to float32 (the head's input layer), as the
 MLP forward pass of :class:`dgpbench.graphs.MLPGraph` does for each layer, so a sample's
@@ -99,6 +104,47 @@ def _is_head_module(module: nn.Module) -> bool:
     return isinstance(module, nn.Linear) or _activation_name(module) is not None
 
 
+# Layers that cannot be part of an MLP's activation graph: a network holding one of them
+# before its trailing MLP has a genuine body (a CNN, an RNN, ...). Anything else between
+# linear maps (SiLU, ELU, Softplus, BatchNorm1d, LayerNorm, a custom leaf module) could be
+# one of an MLP's layers, so it is an error rather than a silently shorter graph.
+_BODY_LAYERS: tuple[type[nn.Module], ...] = (
+    nn.modules.conv._ConvNd,
+    nn.modules.pooling._MaxPoolNd,
+    nn.modules.pooling._AvgPoolNd,
+    nn.modules.pooling._AdaptiveMaxPoolNd,
+    nn.modules.pooling._AdaptiveAvgPoolNd,
+    nn.modules.pooling._LPPoolNd,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.modules.instancenorm._InstanceNorm,
+    nn.GroupNorm,
+    nn.Unflatten,
+    nn.Upsample,
+    nn.PixelShuffle,
+    nn.PixelUnshuffle,
+    nn.Unfold,
+    nn.Fold,
+    nn.Embedding,
+    nn.EmbeddingBag,
+    nn.RNNBase,
+    nn.MultiheadAttention,
+    nn.TransformerEncoderLayer,
+    nn.TransformerDecoderLayer,
+    nn.Transformer,
+    ImageReshape,
+)
+
+
+def _is_body_layer(module: nn.Module) -> bool:
+    """True for a layer no MLP graph can hold: the types above, or a block of its own."""
+    return isinstance(module, _BODY_LAYERS) or any(True for _ in module.children())
+
+
+def _span(items: list[tuple[str, nn.Module]]) -> str:
+    return f"{items[0][0]}..{items[-1][0]}" if len(items) > 1 else items[0][0]
+
+
 def split_network(model: Any, *, device: str = "cpu") -> tuple[NetworkBody | None, MLPGraph]:
     """Split a network into a torch body and the MLP head whose graphs TU/DGP/MAGDiff use.
 
@@ -122,7 +168,8 @@ def split_network(model: Any, *, device: str = "cpu") -> tuple[NetworkBody | Non
     ------
     TypeError
         If ``model`` is none of the above, or a ``nn.Sequential`` subclass with its own
-        ``forward`` (its modules need not run in order).
+        ``forward`` (its modules need not run in order), or if a layer between linear maps
+        is not supported and nothing before it makes it a body (see the module docstring).
     ValueError
         If the model does not end in an ``nn.Linear`` (after element-wise activations).
 
@@ -163,15 +210,33 @@ def split_network(model: Any, *, device: str = "cpu") -> tuple[NetworkBody | Non
             f"model does not end in an MLP: its last module {path} ({type(last).__name__}) "
             "is not nn.Linear or an element-wise activation after one"
         )
-    head = MLPGraph.from_module(nn.Sequential(*(m for _, m in items[first:])), device=device)
     body_items = items[:first]
+    dropped = [path for path, m in body_items if isinstance(m, nn.Linear)]
+    graph = f"{_span(items[first:])} ({', '.join(type(m).__name__ for _, m in items[first:])})"
+    if dropped and not any(_is_body_layer(m) for _, m in body_items):
+        # Only layers an MLP could hold lie before the head: the rule would cut the MLP at
+        # the first unsupported one and silently drop the linear maps before it.
+        path, layer = items[start - 1]
+        raise TypeError(
+            f"model layer {path} ({type(layer).__name__}) between linear maps is not supported "
+            f"in an MLP's activation graph: TU/DGP/MAGDiff would use only {graph} and drop the "
+            f"linear map(s) {', '.join(dropped)}. Use nn.Linear and element-wise activations "
+            "(ReLU, Tanh, Sigmoid, LeakyReLU, GELU; Dropout, Flatten, Identity) in the MLP, or "
+            "pass a (body, head) pair to choose the graph's layers yourself"
+        )
+    head = MLPGraph.from_module(nn.Sequential(*(m for _, m in items[first:])), device=device)
     if all(_activation_name(m) == "" for _, m in body_items):
         return None, head
-    log.info(
-        "model split: body %s (%s) runs in torch; TU/DGP/MAGDiff use the head %s (%s)",
-        f"{body_items[0][0]}..{body_items[-1][0]}",
-        ", ".join(type(m).__name__ for _, m in body_items),
+    report = log.warning if dropped else log.info
+    report(
+        "model split: TU/DGP/MAGDiff use the layers %s, an MLP %s; the body %s (%s) runs "
+        "in torch%s",
+        graph,
         "-".join(str(s) for s in head.layer_sizes),
-        f"{items[first][0]}..{items[-1][0]}",
+        _span(body_items),
+        ", ".join(type(m).__name__ for _, m in body_items),
+        f" and holds the linear map(s) {', '.join(dropped)}, which are not in the graph"
+        if dropped
+        else "",
     )
     return NetworkBody(nn.Sequential(*(m for _, m in body_items)), device), head
