@@ -73,6 +73,7 @@ __all__ = [
     "analysis_config",
     "build_mlp",
     "checkpoint_name",
+    "clear_run_outputs",
     "list_checkpoints",
     "load_checkpoint",
     "model_arch",
@@ -225,6 +226,23 @@ def _write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(fh, fieldnames=METRIC_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def clear_run_outputs(out_dir: str | os.PathLike[str]) -> None:
+    """Remove what an earlier run wrote into ``out_dir`` before a new run writes there.
+
+    A run killed part-way (``kill -9``) over an earlier one would otherwise leave the old
+    ``model.pt`` (the workflow's name of the final checkpoint) and checkpoints beside the new
+    run's ``metrics.csv`` and ``split.npz``. Only these files are removed: ``split.npz``,
+    ``metrics.csv``, ``model.pt`` and ``epoch_*.pt``.
+    """
+    out = Path(out_dir)
+    if not out.is_dir():
+        return
+    for path in [out / "model.pt", out / "metrics.csv", out / "split.npz"]:
+        path.unlink(missing_ok=True)
+    for _, path in list_checkpoints(out):
+        path.unlink(missing_ok=True)
 
 
 def _write_split(path: Path, train_idx: np.ndarray, val_idx: np.ndarray) -> None:
@@ -452,6 +470,7 @@ def train_mlp(
     xt, yt, xv, yv = data.xt, data.yt, data.xv, data.yv
     init_seed, order_seed, dropout_seed = _seed_streams(config.seed)
     out = Path(out_dir)
+    clear_run_outputs(out)  # no old model beside the new run's files, even after a kill
     out.mkdir(parents=True, exist_ok=True)
     _write_split(out / "split.npz", data.train_idx, data.val_idx)
     n_train = len(yt)

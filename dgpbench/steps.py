@@ -141,6 +141,7 @@ def _train_cnn(args: argparse.Namespace) -> None:
     from dgpbench.cnn import CNNConfig
     from dgpbench.data import load_dataset, n_classes
     from dgpbench.models import shift_detection_config, train_mlp
+    from dgpbench.naming import model_id
 
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
     arch = CNNConfig(
@@ -151,18 +152,29 @@ def _train_cnn(args: argparse.Namespace) -> None:
         activation=args.activation,
         channels=tuple(args.channels),
     )
-    config = shift_detection_config(
-        lr=args.lr,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        val_fraction=args.val_fraction,
-        seed=args.seed,
-        threads=args.threads,
-    )
+    # As `train`: --seed trains one model into --out-dir, --seeds one folder per seed
+    # (cnn-h<hidden>-l<layers>-s<seed>); CNNs train one seed after the other.
     out = Path(args.out_dir)
-    final = train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=False)
-    os.replace(final, out / "model.pt")
-    log.info("trained %s -> %s", arch, out / "model.pt")
+    if args.seeds is not None and len(set(args.seeds)) != len(args.seeds):
+        raise ValueError(f"--seeds must be distinct, got {args.seeds}")
+    if args.seeds is None:
+        runs = [(args.seed, out)]
+    else:
+        runs = [(s, out / model_id(args.hidden, args.layers, s, "cnn")) for s in args.seeds]
+    for seed, folder in runs:
+        config = shift_detection_config(
+            lr=args.lr,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            val_fraction=args.val_fraction,
+            seed=seed,
+            threads=args.threads,
+        )
+        final = train_mlp(
+            x, y, arch, config, folder, dataset=args.dataset, progress=False, device=args.device
+        )
+        os.replace(final, folder / "model.pt")
+        log.info("trained %s (seed %d) -> %s", arch, seed, folder / "model.pt")
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ from dgpbench.models import (
     _write_metrics,
     _write_split,
     checkpoint_name,
+    clear_run_outputs,
     save_checkpoint,
     torch_threads,
 )
@@ -247,6 +248,13 @@ def train_mlp_seeds(
             f"train_mlp_seeds trains plain MLPs; {arch} has batch norm or dropout: train it "
             "one seed at a time with dgpbench.models.train_mlp"
         )
+    for name, value in (("seeds", seeds), ("out_dirs", out_dirs)):
+        # a string or path is iterable too: "md" would become the folders m/ and d/
+        if isinstance(value, (str, bytes, os.PathLike)) or not isinstance(value, Iterable):
+            raise TypeError(
+                f"{name} must be a sequence with one entry per seed, got "
+                f"{type(value).__name__} {value!r}"
+            )
     seeds = [check_int(s, f"seeds[{k}]", minimum=0) for k, s in enumerate(seeds)]
     outs = [Path(d) for d in out_dirs]
     if not seeds:
@@ -265,6 +273,7 @@ def train_mlp_seeds(
     streams = [_seed_streams(s) for s in seeds]  # dropout's stream is unused: no dropout
     configs = [dataclasses.replace(config, seed=s) for s in seeds]
     for out in outs:
+        clear_run_outputs(out)  # no old model beside the new run's files, even after a kill
         out.mkdir(parents=True, exist_ok=True)
         _write_split(out / "split.npz", data.train_idx, data.val_idx)
     rows: list[list[dict[str, Any]]] = [[] for _ in seeds]

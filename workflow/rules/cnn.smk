@@ -39,4 +39,5 @@ rule train_cnn:
         " --channels {params.channels} --activation {params.activation}"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]} --val-fraction {params.train[val_fraction]}"
-        " --threads {threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        " --device {params.train[device]} --threads {threads} --out-dir {params.out_dir:q}"
+        " > {log:q} 2>&1"
