@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from dgpbench.io import write_csv, write_text
-from dgpbench.labels import dataset_label, method_label
+from dgpbench.labels import DATASET_LABELS, METHOD_LABELS, dataset_label, method_label
 from dgpbench.reporting import CORRUPTION_ORDER, detection_cells, paper_records, shift_records
 from dgpbench.tables import to_markdown
 
@@ -88,13 +88,32 @@ def load_published_table(path: str | os.PathLike | None = None) -> pd.DataFrame:
             table = pd.read_csv(handle, dtype=str)
     else:
         name = str(path)
-        table = pd.read_csv(path, dtype=str)
+        try:
+            table = pd.read_csv(path, dtype=str)
+        except pd.errors.EmptyDataError:
+            raise ValueError(
+                f"published table {name} is empty; expected a CSV with the columns "
+                f"{', '.join(PUBLISHED_COLUMNS)}"
+            ) from None
+        except pd.errors.ParserError as exc:
+            raise ValueError(f"published table {name} is not a readable CSV: {exc}") from None
+    table.columns = [str(c).strip() for c in table.columns]
     missing = [c for c in PUBLISHED_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(
             f"published table {name} lacks columns {missing}; has {table.columns.tolist()}"
         )
     table = table[list(PUBLISHED_COLUMNS)].copy()
+    # Labels as the tables write them: `dgp`, `DGP ` and `Dgp` all mean DGP.
+    for col, canonical in (
+        ("dataset", DATASET_LABELS),
+        ("method", METHOD_LABELS),
+        ("corruption", {c: c for c in CORRUPTION_ORDER}),
+    ):
+        spelled = {k.casefold(): v for k, v in canonical.items()}
+        spelled.update({v.casefold(): v for v in canonical.values()})
+        stripped = table[col].fillna("").str.strip()
+        table[col] = stripped.map(lambda v, spelled=spelled: spelled.get(v.casefold(), v))
     for col, kind in (("n", "an integer"), ("detection_ratio_pct", "a number")):
         values = pd.to_numeric(table[col], errors="coerce")
         bad = table.loc[values.isna(), col]
@@ -154,6 +173,7 @@ def reproduced_cells(records: pd.DataFrame, deltas: Iterable[float] | None = Non
             )
         rec = rec[np.isin(np.round(rec["delta"].astype(float), 9), np.round(deltas, 9))]
     rec = paper_records(rec)  # MLPs and the paper's corruptions only (no CNNs, no new shifts)
+    rec = rec[rec["method"].isin(METHOD_LABELS)]  # never a custom method against a published row
     columns = [*KEYS, "ratio_pct", "ci_low_pct", "ci_high_pct", "n_draws"]
     if rec.empty:
         return pd.DataFrame(columns=columns)
@@ -372,6 +392,25 @@ def write_comparison(
     return comparison, summary
 
 
+def _check_overlap(published: pd.DataFrame, cells: pd.DataFrame, source: str) -> None:
+    """Refuse a user's published table none of whose cells this run computed (a spelling
+    that matches nothing would otherwise give an empty comparison and exit 0)."""
+    if cells.empty or not published.merge(cells[KEYS], on=KEYS).empty:
+        return
+    ours = cells.iloc[0]
+    theirs = published.iloc[0] if len(published) else None
+    raise ValueError(
+        f"published table {source} matches no cell this run computed: e.g. this run has "
+        f"({', '.join(f'{k}={ours[k]!r}' for k in KEYS)})"
+        + (
+            f", the table ({', '.join(f'{k}={theirs[k]!r}' for k in KEYS)})"
+            if theirs is not None
+            else ", the table has no rows"
+        )
+        + "; use the paper's labels (e.g. MNIST, GN, DGP)"
+    )
+
+
 def write_comparisons(
     records: pd.DataFrame,
     out_dir: str | os.PathLike,
@@ -412,7 +451,8 @@ def write_comparisons(
     Raises
     ------
     ValueError
-        If a pooled delta has no record, or a label is not a plain file-name word.
+        If a pooled delta has no record, a label is not a plain file-name word, or a
+        published table given by path matches none of this run's cells.
     """
     published = load_published_table(published_path)
     source = "the paper" if published_path is None else str(published_path)
@@ -426,6 +466,8 @@ def write_comparisons(
             log.info("delta set %s %s not computed by this run: skipped", label, list(deltas))
             continue
         runs.append((label, f"{name}_{label}", list(deltas)))
+    if published_path is not None:
+        _check_overlap(published, reproduced_cells(records, pool_deltas), source)
     summaries = []
     for label, stem, deltas in runs:
         _, summary = write_comparison(

@@ -78,7 +78,8 @@ def check_config(config: Mapping[str, Any]) -> None:
 
     Checks: ``ablation.ns`` is a subset of ``protocol.ns``; ``max(protocol.ns)`` is at most
     ``images.n_test`` and the test images every data set has; ``protocol.deltas`` lie in
-    (0, 1] (the schema checks it too).
+    (0, 1] (the schema checks it too); no two methods, nor two data sets, share a display
+    label (:func:`dgpbench.labels.check_unique_labels`).
 
     Parameters
     ----------
@@ -91,6 +92,7 @@ def check_config(config: Mapping[str, Any]) -> None:
         With one line per problem.
     """
     from dgpbench.data import n_test_images
+    from dgpbench.labels import check_unique_labels
 
     problems = []
     protocol = config["protocol"]
@@ -117,5 +119,18 @@ def check_config(config: Mapping[str, Any]) -> None:
     bad = [d for d in protocol["deltas"] if not 0 < d <= 1]
     if bad:
         problems.append(f"protocol.deltas {bad} must lie in (0, 1]")
+    # ablation data sets outside `datasets` are skipped; ablation methods all run
+    for kind, key, names in (
+        (
+            "method",
+            "methods and ablation.methods",
+            [*config["methods"], *config["ablation"]["methods"]],
+        ),
+        ("dataset", "datasets", config["datasets"]),
+    ):
+        try:
+            check_unique_labels(names, kind)
+        except ValueError as exc:
+            problems.append(f"{key}: {exc}")
     if problems:
         raise ValueError("invalid configuration: " + "; ".join(problems))

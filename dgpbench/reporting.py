@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dgpbench.io import save_figure, write_csv, write_text
-from dgpbench.labels import dataset_label, method_label, method_order
+from dgpbench.labels import check_unique_labels, dataset_label, method_label, method_order
 from dgpbench.protocol import detection_ratio
 from dgpbench.tables import tex_escape, to_latex, to_markdown
 
@@ -169,6 +169,9 @@ def write_empty_table(out_stem: str | os.PathLike, *, title: str, note: str) -> 
 def _labelled(cells: pd.DataFrame) -> pd.DataFrame:
     """Replace codes by display labels, keeping a deterministic row/column order."""
     cells = cells.copy()
+    for kind in ("method", "dataset"):
+        if kind in cells:
+            check_unique_labels(cells[kind], kind)
     if "method" in cells:
         order = method_order(cells["method"])
         cells["Method"] = pd.Categorical(
