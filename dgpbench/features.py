@@ -66,9 +66,10 @@ def _flatten_images(X: Any, input_shape: tuple[int, ...] | None = None) -> Any:
 
     2-D input passes through. ``(N, H, W)`` is one channel. ``(N, C, H, W)`` is flattened as
     ``C, H, W``; when the model's image shape is known (``input_shape``, from a dgpbench
-    checkpoint of a built-in data set) a 4-D batch must have exactly that shape, otherwise
-    a batch that looks channels-last (last axis 2-4 entries, second axis more) is refused:
-    flattening it as channels-first would silently scramble the pixels.
+    checkpoint of a built-in data set) every image batch must have exactly that shape
+    (``(N, H, W)`` for a one-channel model), otherwise a batch that looks channels-last
+    (last axis 2-4 entries, second axis more) is refused: flattening it as channels-first
+    would silently scramble the pixels.
     """
     if hasattr(X, "detach") and hasattr(X, "cpu"):
         X = X.detach().cpu().numpy()
@@ -76,24 +77,51 @@ def _flatten_images(X: Any, input_shape: tuple[int, ...] | None = None) -> Any:
     if shape is None or len(shape) <= 2:
         return X
     shape = tuple(int(s) for s in shape)
-    if len(shape) == 4 and shape[1] > 1 and shape[3] > 1:
-        fix = "transpose it to (N, C, H, W) first, e.g. X.transpose(0, 3, 1, 2)"
-        if input_shape is not None and len(input_shape) == 3:
-            if shape[1:] != tuple(input_shape):
-                c, h, w = input_shape
-                hint = f"; {fix}" if shape[1:] == (h, w, c) else ""
-                raise ValueError(
-                    f"X has images of shape {shape[1:]} but the model was trained on "
-                    f"(C, H, W) = {tuple(input_shape)}{hint}"
-                )
-        elif shape[3] <= 4 < shape[1]:
+    fix = "transpose it to (N, C, H, W) first, e.g. X.transpose(0, 3, 1, 2)"
+    if len(shape) > 4:
+        raise ValueError(
+            f"X has shape {shape}; images must be (N, C, H, W), (N, H, W) or flattened (N, D)"
+        )
+    if input_shape is not None and len(input_shape) == 3:
+        c, h, w = input_shape
+        if shape[1:] != tuple(input_shape) and not (c == 1 and shape[1:] == (h, w)):
+            hint = f"; {fix}" if shape[1:] == (h, w, c) else ""
             raise ValueError(
-                f"X of shape {shape} looks channels-last (N, H, W, C); images must be "
-                f"(N, C, H, W) or flattened (N, D): {fix}"
+                f"X has images of shape {shape[1:]} but the model was trained on "
+                f"(C, H, W) = {tuple(input_shape)}{hint}"
             )
+    elif len(shape) == 4 and shape[1] > 1 and shape[3] > 1 and shape[3] <= 4 < shape[1]:
+        raise ValueError(
+            f"X of shape {shape} looks channels-last (N, H, W, C); images must be "
+            f"(N, C, H, W) or flattened (N, D): {fix}"
+        )
     if shape[0] == 0:
         raise ValueError(f"X is an empty batch (shape {shape}): pass at least one image")
     return np.asarray(X).reshape(shape[0], -1)
+
+
+def _image_shape(shape: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """One image's shape of a batch of images, ``(H, W)`` for one channel; None if flat."""
+    if shape is None or len(shape) <= 2:
+        return None
+    sample = tuple(int(s) for s in shape[1:])
+    return sample[1:] if len(sample) == 3 and sample[0] == 1 else sample
+
+
+def _expects_channels(module: Any) -> bool:
+    """Whether a body starts with a layer that needs ``(N, C, H, W)`` (a 2-D convolution,
+    pooling or norm), so that ``(N, H, W)`` images get their channel axis."""
+    from torch import nn
+
+    spatial = (
+        nn.modules.conv._ConvNd,
+        nn.modules.pooling._MaxPoolNd,
+        nn.modules.pooling._AvgPoolNd,
+        nn.BatchNorm2d,
+    )
+    while isinstance(module, nn.Sequential) and len(module) > 0:
+        module = module[0]
+    return isinstance(module, spatial)
 
 
 def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
@@ -174,12 +202,27 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         convention), run the model's body if it has one, and check the MLP's input size."""
         shape = getattr(X, "shape", None)
         X = _flatten_images(X, getattr(self, "input_shape_", None))
+        sample = _image_shape(shape)
+        if reset:
+            self.image_shape_ = sample
+        elif (
+            sample is not None
+            and self.image_shape_ is not None
+            and sample != self.image_shape_
+            and np.prod(sample) == np.prod(self.image_shape_)  # else: the size check says it
+        ):
+            # the same number of pixels in another layout would give other features
+            raise ValueError(
+                f"X has images of shape {tuple(shape[1:])} but the transformer was fitted on "
+                f"images of shape {self.image_shape_}: pass images in the layout used in fit"
+            )
         out = validate_data(self, X, y, reset=reset, dtype=np.float32)
         with_y = not (isinstance(y, str) and y == "no_validation")
         X = out[0] if with_y else out
         if self.body_ is not None:
             if reset:  # the body sees images in the model's shape, or as they were fitted
-                sample = tuple(shape[1:]) if shape is not None and len(shape) > 2 else None
+                if sample is not None and len(sample) == 2 and _expects_channels(self.body_.module):
+                    sample = (1, *sample)  # (N, H, W) for a body that wants (N, C, H, W)
                 self.body_input_shape_ = self.input_shape_ or sample or (X.shape[1],)
             X = self.body_(X.reshape(len(X), *self.body_input_shape_), batch_size=self.batch_size)
         n_in = self.graph_.n_inputs
