@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import logging
 import os
 import pickle
@@ -92,6 +93,13 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
     ------
     ValueError
         If ``meta`` lacks ``"arch"``.
+    OSError
+        If the file cannot be written (a full disk, a read-only folder), naming ``path``.
+
+    Notes
+    -----
+    The file's bytes depend only on the weights and ``meta``: the same model and metadata
+    give an identical file (keep wall-clock times out of ``meta``).
     """
     if "arch" not in meta:
         raise ValueError("meta must contain 'arch' (an ArchConfig or its dict)")
@@ -104,9 +112,14 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
         "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
     }
     payload["weights_sha256"] = _weights_digest(payload["state_dict"])
+    # Serialised in memory first: the zip records are then named "archive/..." whatever the
+    # temporary file is called (same configuration, same bytes), and a full disk is a plain
+    # OSError naming the file (torch's own writer raises two RuntimeErrors instead).
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
     path = Path(path)
-    with atomic_path(path, suffix=".pt") as tmp:
-        torch.save(payload, tmp)
+    with atomic_path(path, suffix=".pt") as tmp, open(tmp, "wb") as fh:
+        fh.write(buffer.getbuffer())
     return path
 
 

@@ -388,6 +388,12 @@ def _metrics_row(
     }
 
 
+def _stored_metrics(row: dict[str, Any]) -> dict[str, Any]:
+    """A metrics row as a checkpoint stores it: without the wall-clock ``seconds`` (kept in
+    ``metrics.csv``), so that the same configuration gives byte-identical checkpoints."""
+    return {k: v for k, v in row.items() if k != "seconds"}
+
+
 def _adam(params: Any, config: TrainConfig, **options: Any) -> torch.optim.Adam:
     return torch.optim.Adam(
         params,
@@ -502,7 +508,7 @@ def train_mlp(
                 save_checkpoint(
                     out / checkpoint_name(epoch),
                     model,
-                    {**meta_base, "epoch": epoch, "step": step, "metrics": row},
+                    {**meta_base, "epoch": epoch, "step": step, "metrics": _stored_metrics(row)},
                 )
             if callback is not None:
                 model.eval()

@@ -51,6 +51,7 @@ from dgpbench.models import (
     _metrics_row,
     _schedule,
     _seed_streams,
+    _stored_metrics,
     _training_data,
     _write_metrics,
     _write_split,
@@ -308,7 +309,7 @@ def train_mlp_seeds(
                     save_checkpoint(
                         out / checkpoint_name(epoch),
                         holder,
-                        {**meta, "epoch": epoch, "step": step, "metrics": row},
+                        {**meta, "epoch": epoch, "step": step, "metrics": _stored_metrics(row)},
                     )
 
         def zeros(dtype: torch.dtype) -> torch.Tensor:
