@@ -98,10 +98,16 @@ def test_a_file_size_limit_hit_by_the_checkpoint_is_one_line(tmp_path):
     args[args.index("--hidden") + 1] = "64"
     repo = Path(__file__).resolve().parents[1]
     proc = subprocess.run(
-        [sys.executable, "-c", code, "train", *args],
+        # -B: the limit would truncate any .pyc the child wrote
+        [sys.executable, "-B", "-c", code, "train", *args],
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+        env={
+            "PYTHONPATH": str(repo),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": "1",
+            "PATH": "/usr/bin:/bin",
+        },
     )
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
