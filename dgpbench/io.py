@@ -56,7 +56,12 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent
+        )
+    except OSError as exc:  # e.g. a read-only folder: name the output, not a temporary file
+        raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from None
     tmp_path = Path(tmp)
     try:
         # mkstemp creates the file 0600 and os.replace keeps that mode: give it the mode a
