@@ -26,6 +26,7 @@ from torch import nn
 
 from dgpbench.architectures import model_arch
 from dgpbench.io import atomic_path
+from dgpbench.npz import check_zip_archive
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +169,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[s
         raise ValueError(f"checkpoint {path} is a directory{hint}: pass the .pt file itself")
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
+    check_zip_archive(path, "checkpoint")  # declared sizes first: no inflating a bomb
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:

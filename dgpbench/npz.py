@@ -1,17 +1,19 @@
-"""Reading ``.npz`` files we did not write: every declared size is checked before data is read.
+"""Reading ``.npz`` files (and checkpoint archives) we did not write: every declared size is
+checked before data is read.
 
 An ``.npz`` is a zip archive of ``.npy`` arrays, and both layers declare sizes that a reader
 trusts: a 4 KB file can declare a 3.6 TiB array, and a few hundred kB of deflated zeros
 inflate to gigabytes. :func:`open_npz` refuses, before reading any data,
 
 * a member that is encrypted or uses a compression method other than stored or deflate;
-* an archive whose members declare more than :func:`max_npz_bytes` bytes in all;
+* an archive whose members declare more than :func:`max_input_bytes` bytes in all;
 * an array whose header declares more than that many bytes, or Python objects (which would
   need unpickling: dgpbench never unpickles a file).
 
-The limit is 1 GiB by default; set the environment variable ``DGPBENCH_MAX_NPZ_BYTES``
+The limit is 1 GiB by default; set the environment variable ``DGPBENCH_MAX_INPUT_BYTES``
 (a number of bytes, e.g. ``4e9``) to raise or lower it. Every failure is a ``ValueError``
-naming the file and the array.
+naming the file and the array. :func:`check_zip_archive` applies the archive-level rules to
+a checkpoint (a zip archive too) before torch reads it.
 """
 
 from __future__ import annotations
@@ -26,10 +28,17 @@ from typing import Any
 import numpy as np
 from numpy.lib import format as npy_format
 
-__all__ = ["DEFAULT_MAX_NPZ_BYTES", "MAX_NPZ_BYTES_ENV", "NpzReader", "max_npz_bytes", "open_npz"]
+__all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
+    "MAX_INPUT_BYTES_ENV",
+    "NpzReader",
+    "check_zip_archive",
+    "max_input_bytes",
+    "open_npz",
+]
 
-MAX_NPZ_BYTES_ENV = "DGPBENCH_MAX_NPZ_BYTES"
-DEFAULT_MAX_NPZ_BYTES = 2**30
+MAX_INPUT_BYTES_ENV = "DGPBENCH_MAX_INPUT_BYTES"
+DEFAULT_MAX_INPUT_BYTES = 2**30
 
 _SUPPORTED_COMPRESSION = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 _HEADER_READERS = {
@@ -38,23 +47,23 @@ _HEADER_READERS = {
 }
 
 
-def max_npz_bytes() -> int:
-    """The largest number of bytes an ``.npz`` file may declare (``$DGPBENCH_MAX_NPZ_BYTES``).
+def max_input_bytes() -> int:
+    """The largest number of bytes an input file may declare (``$DGPBENCH_MAX_INPUT_BYTES``).
 
     Raises
     ------
     ValueError
         If the environment variable is set but not a positive number.
     """
-    text = os.environ.get(MAX_NPZ_BYTES_ENV, "").strip()
+    text = os.environ.get(MAX_INPUT_BYTES_ENV, "").strip()
     if not text:
-        return DEFAULT_MAX_NPZ_BYTES
+        return DEFAULT_MAX_INPUT_BYTES
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value >= 1):
-        raise ValueError(f"{MAX_NPZ_BYTES_ENV} must be a positive number of bytes, got {text!r}")
+        raise ValueError(f"{MAX_INPUT_BYTES_ENV} must be a positive number of bytes, got {text!r}")
     return int(value)
 
 
@@ -96,7 +105,7 @@ class NpzReader:
         if n > self._limit:
             raise ValueError(
                 f"{self.path}: {what} {_size(n)}, more than the limit of {_size(self._limit)} "
-                f"(set {MAX_NPZ_BYTES_ENV} to a larger number of bytes if the file is genuine)"
+                f"(set {MAX_INPUT_BYTES_ENV} to a larger number of bytes if the file is genuine)"
             )
 
     def __contains__(self, key: object) -> bool:
@@ -185,7 +194,7 @@ def open_npz(path: str | os.PathLike[str]) -> NpzReader:
         raise ValueError(f"{path} is a directory, not an .npz file")
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
-    limit = max_npz_bytes()
+    limit = max_input_bytes()
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, EOFError, ValueError) as exc:
@@ -201,3 +210,34 @@ def open_npz(path: str | os.PathLike[str]) -> NpzReader:
     except BaseException:
         archive.close()
         raise
+
+
+def check_zip_archive(path: str | os.PathLike[str], what: str = "file") -> None:
+    """Apply the archive rules above (no encryption, stored or deflate, declared sizes within
+    :func:`max_input_bytes`) to a zip file such as a torch checkpoint; other files pass.
+
+    Raises
+    ------
+    ValueError
+        Naming ``path`` and the member that breaks a rule.
+    """
+    path = Path(path)
+    if not zipfile.is_zipfile(path):
+        return
+    limit = max_input_bytes()
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if info.flag_bits & 0x1:
+                raise ValueError(f"{what} {path}: member {info.filename!r} is encrypted")
+            if info.compress_type not in _SUPPORTED_COMPRESSION:
+                raise ValueError(
+                    f"{what} {path}: member {info.filename!r} uses zip compression method "
+                    f"{info.compress_type}"
+                )
+        declared = sum(info.file_size for info in archive.infolist())
+    if declared > limit:
+        raise ValueError(
+            f"{what} {path}: its members declare {_size(declared)}, more than the limit of "
+            f"{_size(limit)} (set {MAX_INPUT_BYTES_ENV} to a larger number of bytes if the file "
+            "is genuine)"
+        )

@@ -152,15 +152,15 @@ def test_a_deflate_bomb_is_refused_before_inflating(files, capsys, tmp_path, mon
     bomb = tmp_path / "bomb.npz"
     np.savez_compressed(bomb, x=np.zeros((16384, 1, 8, 8), np.float32))
     assert bomb.stat().st_size < 100_000
-    monkeypatch.setenv("DGPBENCH_MAX_NPZ_BYTES", str(2**20))
+    monkeypatch.setenv("DGPBENCH_MAX_INPUT_BYTES", str(2**20))
     assert main(_args(files, batch=bomb)) == 2
     err = _one_line(capsys.readouterr().err)
-    assert "bomb.npz" in err and "4.0 MiB" in err and "DGPBENCH_MAX_NPZ_BYTES" in err
-    monkeypatch.setenv("DGPBENCH_MAX_NPZ_BYTES", str(2**25))  # raised: the file is read
+    assert "bomb.npz" in err and "4.0 MiB" in err and "DGPBENCH_MAX_INPUT_BYTES" in err
+    monkeypatch.setenv("DGPBENCH_MAX_INPUT_BYTES", str(2**25))  # raised: the file is read
     assert main(_args(files, batch=bomb)) in (0, 1)
-    monkeypatch.setenv("DGPBENCH_MAX_NPZ_BYTES", "lots")
+    monkeypatch.setenv("DGPBENCH_MAX_INPUT_BYTES", "lots")
     assert main(_args(files)) == 2
-    assert "DGPBENCH_MAX_NPZ_BYTES must be a positive number" in capsys.readouterr().err
+    assert "DGPBENCH_MAX_INPUT_BYTES must be a positive number" in capsys.readouterr().err
 
 
 def test_the_limit_is_checked_on_every_reader(tmp_path, monkeypatch):
@@ -171,10 +171,10 @@ def test_the_limit_is_checked_on_every_reader(tmp_path, monkeypatch):
     np.savez_compressed(path, x_train=np.zeros((512, 1, 32, 32), np.float32),
                         y_train=np.zeros(512, np.int64), x_test=np.zeros((2, 1, 32, 32)),
                         y_test=np.zeros(2, np.int64))  # fmt: skip
-    monkeypatch.setenv("DGPBENCH_MAX_NPZ_BYTES", str(2**20))
-    with pytest.raises(ValueError, match=r"big\.npz.*2\.0 MiB.*DGPBENCH_MAX_NPZ_BYTES"):
+    monkeypatch.setenv("DGPBENCH_MAX_INPUT_BYTES", str(2**20))
+    with pytest.raises(ValueError, match=r"big\.npz.*2\.0 MiB.*DGPBENCH_MAX_INPUT_BYTES"):
         load_npz(path)
-    with pytest.raises(ValueError, match=r"big\.npz.*DGPBENCH_MAX_NPZ_BYTES"):
+    with pytest.raises(ValueError, match=r"big\.npz.*DGPBENCH_MAX_INPUT_BYTES"):
         load(f"npz:{path}", split="train")
 
 
@@ -275,3 +275,22 @@ def test_json_still_reaches_an_open_stdout(files):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["shift"] is False
+
+
+def test_a_checkpoint_declaring_too_much_is_refused_before_torch_reads_it(
+    files, tmp_path, monkeypatch, capsys
+):
+    from dgpbench.models import load_checkpoint
+
+    monkeypatch.setenv("DGPBENCH_MAX_INPUT_BYTES", "1000")
+    with pytest.raises(ValueError, match=r"checkpoint .*model\.pt.*DGPBENCH_MAX_INPUT_BYTES"):
+        load_checkpoint(files["model"])
+    encrypted = tmp_path / "model.pt"
+    encrypted.write_bytes(files["model"].read_bytes())
+    data = bytearray(encrypted.read_bytes())
+    central = data.find(b"PK\x01\x02")
+    data[central + 8] |= 0x1
+    encrypted.write_bytes(bytes(data))
+    monkeypatch.delenv("DGPBENCH_MAX_INPUT_BYTES")
+    assert main(_args({**files, "model": encrypted})) == 2
+    assert "is encrypted" in _one_line(capsys.readouterr().err)
