@@ -323,7 +323,10 @@ def _score_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=_positive_int, default=256)
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.epilog = "Exit status: 0 = no shift, 1 = shift detected, 2 = error (message on stderr)."
+    p.epilog = (
+        "Exit status: 0 = no shift, 1 = shift detected (and nothing else), 2 = any error "
+        "(one line on stderr), 130 = interrupted."
+    )
 
 
 def _score(args: argparse.Namespace) -> int:
