@@ -367,7 +367,10 @@ class DGPFeatures(_MLPFeatures):
         orientation.
     input_shape_ : tuple of int or None
         The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
-        sets); 4-D batches must then have exactly this shape.
+        sets); image batches must then have exactly this shape.
+    image_shape_ : tuple of int or None
+        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
+        image batches given to ``transform`` must have it.
     body_ : dgpbench.cnn.NetworkBody or None
         The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
@@ -472,7 +475,10 @@ class TUFeatures(_MLPFeatures):
         orientation.
     input_shape_ : tuple of int or None
         The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
-        sets); 4-D batches must then have exactly this shape.
+        sets); image batches must then have exactly this shape.
+    image_shape_ : tuple of int or None
+        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
+        image batches given to ``transform`` must have it.
     body_ : dgpbench.cnn.NetworkBody or None
         The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
@@ -571,7 +577,10 @@ class MAGDiffFeatures(_MLPFeatures):
         orientation.
     input_shape_ : tuple of int or None
         The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
-        sets); 4-D batches must then have exactly this shape.
+        sets); image batches must then have exactly this shape.
+    image_shape_ : tuple of int or None
+        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
+        image batches given to ``transform`` must have it.
     body_ : dgpbench.cnn.NetworkBody or None
         The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
@@ -656,7 +665,10 @@ class SoftmaxFeatures(_MLPFeatures):
         orientation.
     input_shape_ : tuple of int or None
         The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
-        sets); 4-D batches must then have exactly this shape.
+        sets); image batches must then have exactly this shape.
+    image_shape_ : tuple of int or None
+        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
+        image batches given to ``transform`` must have it.
     body_ : dgpbench.cnn.NetworkBody or None
         The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
