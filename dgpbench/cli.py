@@ -69,8 +69,9 @@ def _describe(exc: BaseException) -> str:
     """One line for an exception: its message's first line, with the type when unexpected."""
     lines = str(exc).strip().splitlines()
     text = lines[0] if lines else ""
-    if isinstance(exc, (CommandError, ValueError, TypeError, KeyError, OSError)):
+    if isinstance(exc, (CommandError, ValueError, TypeError, OSError)):
         return text or type(exc).__name__
+    # a KeyError's message is the bare key ('y_test'): the type says what it means
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -294,3 +294,12 @@ def test_a_checkpoint_declaring_too_much_is_refused_before_torch_reads_it(
     monkeypatch.delenv("DGPBENCH_MAX_INPUT_BYTES")
     assert main(_args({**files, "model": encrypted})) == 2
     assert "is encrypted" in _one_line(capsys.readouterr().err)
+
+
+def test_a_bare_key_error_is_described_not_just_quoted(monkeypatch, capsys):
+    def missing(args):
+        raise KeyError("y_test")
+
+    monkeypatch.setitem(SUBCOMMANDS, "fake-key", ("test", lambda p: None, missing))
+    assert main(["fake-key"]) == 2
+    assert _one_line(capsys.readouterr().err) == "dgpbench fake-key: error: KeyError: 'y_test'\n"
