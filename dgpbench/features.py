@@ -859,4 +859,11 @@ def make_features(method: str, model: Any, **params: Any) -> Any:
     accepted = inspect.signature(cls).parameters
     takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
     kept = {k: v for k, v in params.items() if takes_kwargs or k in accepted}
-    return cls(model=model, **kept)
+    try:
+        return cls(model=model, **kept)
+    except Exception as exc:  # the user's constructor: name the method, not just the error
+        lines = str(exc).strip().splitlines()
+        raise ValueError(
+            f"method {method!r}: {cls.__name__}(model=...) failed: {type(exc).__name__}: "
+            f"{lines[0] if lines else ''}"
+        ) from exc

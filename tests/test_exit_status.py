@@ -184,6 +184,12 @@ _METHODS = {
     "syntax": "class Bad(:\n",
     "raises_on_import": "raise RuntimeError('boom at import')\n",
     "exits_on_import": "import sys\nsys.exit(1)\n",
+    "init_raises": (
+        "class M:\n"
+        "    def __init__(self, model=None): raise ZeroDivisionError('boom in init')\n"
+        "    def fit(self, X, y=None): return self\n"
+        "    def transform(self, X): return X\n"
+    ),
     "transform_raises": (
         "class M:\n"
         "    def __init__(self, model=None): pass\n"
@@ -205,6 +211,7 @@ _METHODS = {
         ("syntax", "SyntaxError"),
         ("raises_on_import", "RuntimeError: boom at import"),
         ("exits_on_import", "SystemExit"),
+        ("init_raises", "ZeroDivisionError: boom in init"),
         ("transform_raises", "IndexError: boom in transform"),
         ("fit_raises_memory", "MemoryError"),
     ],
