@@ -798,3 +798,10 @@ def make_features(method: str, model: Any, **params: Any) -> Any:
     takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
     kept = {k: v for k, v in params.items() if takes_kwargs or k in accepted}
     return cls(model=model, **kept)
+
+
+# "Failing loudly"'s representations and dgp_approx (dgpbench.representations) join the
+# registry; imported last because two of them subclass _MLPFeatures.
+from dgpbench.representations.registry import REPRESENTATIONS  # noqa: E402
+
+METHODS.update(REPRESENTATIONS)

@@ -212,7 +212,8 @@ def _corrupt(args: argparse.Namespace) -> None:
 # features
 # --------------------------------------------------------------------------------------------
 _METHOD_HELP = (
-    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, or a custom transformer "
+    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, noredu, pca, srp, uae, "
+    "tae, bbsds, bbsdh, dgp_approx, or a custom transformer "
     "'package.module:ClassName' (importing it runs its code)"
 )
 
