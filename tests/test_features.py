@@ -130,7 +130,8 @@ def test_signed_magdiff_distances_equal_absolute_ones_only_for_relu(activation, 
 
 def test_make_features_registry(digits_model):
     assert set(METHODS) == {
-        "softmax", "tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm"
+        "softmax", "tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm",
+        "noredu", "pca", "srp", "uae", "tae", "bbsds", "bbsdh", "dgp_approx",
     }  # fmt: skip
     assert make_features("dgp_nonorm", digits_model["model"]).standardize is False
     assert make_features("tu_norm", digits_model["model"]).standardize is True
