@@ -16,7 +16,9 @@ def test_equals_scipy_on_the_contingency_table():
     expected = chi2_contingency(table)
     assert res.statistic == pytest.approx(expected.statistic)
     assert res.p_val == pytest.approx(expected.pvalue) and res.p_value == res.p_val
-    assert res.details["dof"] == 3 and res.threshold == 0.05 and res.name == "ChiSquareShiftDetector"
+    assert (
+        res.details["dof"] == 3 and res.threshold == 0.05 and res.name == "ChiSquareShiftDetector"
+    )
 
 
 def test_classes_absent_from_both_samples_are_dropped():
@@ -58,8 +60,10 @@ def test_detects_a_knock_out_of_one_class_at_n_1000():
 
 def test_takes_a_1d_label_vector_too():
     a = ChiSquareShiftDetector().fit(np.array([0, 1, 1, 2])).test(np.array([1, 2, 2, 0]))
-    b = ChiSquareShiftDetector().fit(np.array([[0], [1], [1], [2]])).test(
-        np.array([[1], [2], [2], [0]])
+    b = (
+        ChiSquareShiftDetector()
+        .fit(np.array([[0], [1], [1], [2]]))
+        .test(np.array([[1], [2], [2], [0]]))
     )
     assert a.p_val == b.p_val
 

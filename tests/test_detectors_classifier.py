@@ -8,6 +8,8 @@ from sklearn.linear_model import LogisticRegression
 
 from dgpbench.detectors import ClassifierShiftDetector
 
+_R = np.random.default_rng(99)
+
 
 def _blobs(rng, n, classes, shape=(1, 8, 8)):
     """Images of 10 well-separated classes (a fixed mean pattern each, plus noise)."""
@@ -85,10 +87,10 @@ def test_default_network_is_seeded_and_not_fooled_by_the_null():
     ("X_ref", "X", "match"),
     [
         (np.zeros((3, 2)), np.zeros((5, 2)), "at least 4"),
-        (np.random.rand(6, 2), np.zeros((3, 2)), "at least 4"),
-        (np.random.rand(6, 1, 4, 4), np.zeros((6, 1, 4, 5)), "shape"),
-        (np.random.rand(6), np.zeros(6), "must be"),
-        (np.random.rand(6, 2), np.full((6, 2), np.inf), "infinity"),
+        (_R.random((6, 2)), np.zeros((3, 2)), "at least 4"),
+        (_R.random((6, 1, 4, 4)), np.zeros((6, 1, 4, 5)), "shape"),
+        (_R.random(6), np.zeros(6), "must be"),
+        (_R.random((6, 2)), np.full((6, 2), np.inf), "infinity"),
     ],
 )
 def test_bad_input(X_ref, X, match):
@@ -101,4 +103,4 @@ def test_scikit_learn_conventions():
     twin = clone(det)
     assert twin.get_params()["classifier__C"] == 2.0 and twin.get_params()["epochs"] == 2
     with pytest.raises(ValueError):
-        ClassifierShiftDetector(classifier="svm").fit(np.random.rand(6, 2))
+        ClassifierShiftDetector(classifier="svm").fit(_R.random((6, 2)))

@@ -69,8 +69,10 @@ def test_permutation_p_value_counts_the_observed_statistic():
     far = det.test(rng.normal(loc=10.0, size=(40, 2)))
     assert far.p_val == pytest.approx(1 / 20)  # the smallest possible: never 0
     for seed in range(20):
-        p = MMDShiftDetector(n_permutations=19, random_state=seed).fit(X).p_value(
-            rng.normal(size=(30, 2))
+        p = (
+            MMDShiftDetector(n_permutations=19, random_state=seed)
+            .fit(X)
+            .p_value(rng.normal(size=(30, 2)))
         )
         assert 1 / 20 <= p <= 1 and (p * 20) == pytest.approx(round(p * 20))
 
@@ -150,8 +152,13 @@ def test_all_coinciding_points_need_a_bandwidth():
 
 @pytest.mark.parametrize(
     "params",
-    [{"alpha": 1.5}, {"n_permutations": 0}, {"bandwidth": "mean"}, {"bandwidth": -1.0},
-     {"device": "tpu"}],  # fmt: skip
+    [
+        {"alpha": 1.5},
+        {"n_permutations": 0},
+        {"bandwidth": "mean"},
+        {"bandwidth": -1.0},
+        {"device": "tpu"},
+    ],
 )
 def test_bad_parameters(params):
     with pytest.raises(ValueError):

@@ -23,18 +23,18 @@ def test_names_and_errors():
     assert list(DETECTORS) == ["ks", "mmd", "chi2", "classif"]
     assert isinstance(make_detector("chi2", alpha=0.01), ChiSquareShiftDetector)
     assert make_detector("mmd", n_permutations=9).n_permutations == 9
-    with pytest.raises(ValueError, match="unknown test 'energy'; choose from ks, mmd, chi2, classif"):
+    with pytest.raises(
+        ValueError, match="unknown test 'energy'; choose from ks, mmd, chi2, classif"
+    ):
         make_detector("energy")
 
 
 def test_old_import_paths_keep_working():
-    from dgpbench.detection import (  # noqa: F401
-        CORRECTIONS,
-        KSShiftDetector as Old,
-        KSTestResult,
-        _check_no_constant_features,
-        _decide,
-    )
+    import dgpbench.detection as old
+
+    for name in ("CORRECTIONS", "KSTestResult", "_check_no_constant_features", "_decide"):
+        assert hasattr(old, name), name
+    Old = old.KSShiftDetector
 
     assert Old is KSShiftDetector is dgpbench.KSShiftDetector
     assert dgpbench.MMDShiftDetector is MMDShiftDetector
