@@ -161,7 +161,7 @@ def test_tae_trains_reproducibly_and_round_trips_a_checkpoint(digits, tmp_path):
 def test_tae_refuses_a_corrupt_checkpoint_and_pixels_outside_0_1(digits, tmp_path):
     x_ref, _, _ = digits
     path = save_autoencoder(tmp_path / "ae.pt", UAEFeatures().fit(x_ref))
-    enc, dec, arch, shape = load_autoencoder(path)
+    _, _, arch, shape = load_autoencoder(path)
     assert arch == "mnist_usps" and shape == (1, 8, 8)
     state = torch.load(path, weights_only=True)
     state["state_dict"]["encoder.0.bias"] += 1.0
