@@ -336,10 +336,20 @@ def _loop_permutation_mmd2(Z: np.ndarray, n: int, sigma: float, subsets: list) -
     K = torch.exp(-torch.cdist(Zt, Zt).pow_(2) / (2.0 * sigma * sigma))
     K.fill_diagonal_(1.0)
     N = len(Z)
+    m = N - n
     out = []
     for block in subsets:
         for sub in block:
-            rest = np.setdiff1d(np.arange(N), sub, assume_unique=True)
-            perm = torch.as_tensor(np.concatenate([sub, rest]))
-            out.append(mmd2_unbiased(K[perm][:, perm].numpy(), n))
+            mask = np.ones(N, dtype=bool)
+            mask[sub] = False
+            perm = torch.as_tensor(np.concatenate([sub, np.flatnonzero(mask)]))
+            Kp = K[perm][:, perm]
+            kxx, kyy, kxy = Kp[:n, :n], Kp[n:, n:], Kp[:n, n:]
+            out.append(
+                float(
+                    (kxx.sum() - kxx.diagonal().sum()) / (n * (n - 1))
+                    + (kyy.sum() - kyy.diagonal().sum()) / (m * (m - 1))
+                    - 2.0 * kxy.sum() / (n * m)
+                )
+            )
     return np.asarray(out)
