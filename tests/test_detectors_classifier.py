@@ -88,8 +88,10 @@ def test_default_network_is_seeded_and_not_fooled_by_the_null():
     [
         (np.zeros((3, 2)), np.zeros((5, 2)), "at least 4"),
         (_R.random((6, 2)), np.zeros((3, 2)), "at least 4"),
-        (_R.random((6, 1, 4, 4)), np.zeros((6, 1, 4, 5)), "shape"),
-        (_R.random(6), np.zeros(6), "must be"),
+        (_R.random((6, 1, 4, 4)), np.zeros((6, 1, 4, 5)), "20 features"),
+        (_R.random((6, 1, 4, 4)), np.zeros((6, 1, 2, 8)), "shape"),
+        (_R.random(6), np.zeros(6), "Expected 2D array"),
+        (_R.random((6, 1, 1, 1, 1)), np.zeros((6, 1, 1, 1, 1)), "must be"),
         (_R.random((6, 2)), np.full((6, 2), np.inf), "infinity"),
     ],
 )

@@ -16,6 +16,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from scipy.sparse import issparse
 from scipy.stats import binomtest
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
@@ -171,18 +172,20 @@ class ClassifierShiftDetector(BaseEstimator):
         self.device = device
 
     def _validate(self, X: Any, *, reset: bool, name: str) -> np.ndarray:
+        if issparse(X) or np.ndim(X) < 2:  # scikit-learn's own errors (sparse, 1-D)
+            validate_data(self, X, reset=reset, dtype=np.float32)
         arr = X.detach().cpu().numpy() if hasattr(X, "detach") else np.asarray(X)
-        if arr.ndim < 2 or arr.ndim > 4:
+        if arr.ndim > 4:
             raise ValueError(
                 f"{name} must be (n, d) features or (n, H, W) / (n, C, H, W) images, got "
                 f"shape {arr.shape}"
             )
+        flat = validate_data(self, arr.reshape(len(arr), -1), reset=reset, dtype=np.float32)
         if not reset and arr.shape[1:] != self.X_ref_.shape[1:]:
             raise ValueError(
                 f"{name} has samples of shape {arr.shape[1:]} but the reference has "
                 f"{self.X_ref_.shape[1:]}"
             )
-        flat = validate_data(self, arr.reshape(len(arr), -1), reset=reset, dtype=np.float32)
         return flat.reshape(arr.shape)
 
     @_fit_context(prefer_skip_nested_validation=True)
