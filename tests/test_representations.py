@@ -196,3 +196,26 @@ def test_model_free_representations_need_no_model(name, digits):
 def test_bbsdh_needs_a_model(digits):
     with pytest.raises(ValueError, match="model is None"):
         BBSDhFeatures().fit(digits[0])
+
+
+@pytest.mark.parametrize("method", ["srp", "uae", "bbsdh"])
+def test_features_command_knows_the_new_names(method, digits, mlp, tmp_path):
+    from dgpbench.cli import main
+    from dgpbench.io import load_npz
+    from dgpbench.models import ArchConfig, save_checkpoint
+
+    x_ref, y_ref, x = digits
+    images = tmp_path / "images.npz"
+    np.savez(images, x_ref=x_ref, y_ref=y_ref, x_test=x)
+    arch = ArchConfig(n_inputs=64, hidden=12, n_layers=3, n_classes=10)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(64, 12), torch.nn.ReLU(), torch.nn.Linear(12, 12), torch.nn.ReLU(),
+        torch.nn.Linear(12, 10),
+    )  # fmt: skip
+    ckpt = save_checkpoint(tmp_path / "m.pt", net, {"arch": arch})
+    out = tmp_path / "f.npz"
+    argv = ["features", "--method", method, "--model", str(ckpt), "--clean", str(images)]
+    assert main([*argv, "--out", str(out)]) in (0, None)
+    feats = load_npz(out)["clean"]
+    expected = make_features(method, net).fit(x_ref, y_ref).transform(x)
+    np.testing.assert_allclose(feats, expected, rtol=1e-6)
