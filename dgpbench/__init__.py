@@ -1,7 +1,11 @@
 """dgpbench: deep graph persistence and its baselines for covariate-shift detection.
 
 Public API: the feature transformers :class:`DGPFeatures`, :class:`TUFeatures`,
-:class:`MAGDiffFeatures`, :class:`SoftmaxFeatures` and the detector :class:`KSShiftDetector`.
+:class:`MAGDiffFeatures`, :class:`SoftmaxFeatures`, "Failing loudly"'s representations
+(:class:`NoRedFeatures`, :class:`PCAFeatures`, :class:`SRPFeatures`, :class:`UAEFeatures`,
+:class:`TAEFeatures`, :class:`BBSDhFeatures`) and :class:`DGPApproxFeatures`; the detectors
+:class:`KSShiftDetector`, :class:`MMDShiftDetector`, :class:`ChiSquareShiftDetector`,
+:class:`ClassifierShiftDetector` and :func:`make_detector`.
 They are imported lazily, so ``import dgpbench`` (and the CLI's ``--help``) stays fast.
 """
 
@@ -20,15 +24,37 @@ _LAZY = {
     "MAGDiffFeatures": "dgpbench.features",
     "SoftmaxFeatures": "dgpbench.features",
     "KSShiftDetector": "dgpbench.detection",
+    "MMDShiftDetector": "dgpbench.detectors",
+    "ChiSquareShiftDetector": "dgpbench.detectors",
+    "ClassifierShiftDetector": "dgpbench.detectors",
+    "make_detector": "dgpbench.detectors",
+    "NoRedFeatures": "dgpbench.representations",
+    "PCAFeatures": "dgpbench.representations",
+    "SRPFeatures": "dgpbench.representations",
+    "UAEFeatures": "dgpbench.representations",
+    "TAEFeatures": "dgpbench.representations",
+    "BBSDhFeatures": "dgpbench.representations",
+    "DGPApproxFeatures": "dgpbench.representations",
 }
 
 __all__ = [
+    "BBSDhFeatures",
+    "ChiSquareShiftDetector",
+    "ClassifierShiftDetector",
+    "DGPApproxFeatures",
     "DGPFeatures",
     "KSShiftDetector",
     "MAGDiffFeatures",
+    "MMDShiftDetector",
+    "NoRedFeatures",
+    "PCAFeatures",
+    "SRPFeatures",
     "SoftmaxFeatures",
+    "TAEFeatures",
     "TUFeatures",
+    "UAEFeatures",
     "__version__",
+    "make_detector",
 ]
 
 

@@ -27,6 +27,19 @@ _BATCH_LEVEL_DETECTOR: dict[str, str] = {
 }
 
 
+# The same for the multivariate batch tests (MMD: at least 2 rows; classifier: at least 4).
+_BATCH_LEVEL_TEST: dict[str, str] = {
+    "check_methods_sample_order_invariance": (
+        "predict returns one bool per batch, not one value per row, so there is no per-row "
+        "output to permute"
+    ),
+    "check_methods_subset_invariance": (
+        "predict is evaluated on single-row batches, which a two-sample test refuses (it "
+        "needs several samples); a batch decision is not a union of per-row decisions"
+    ),
+}
+
+
 # A transformer over a trained MLP accepts exactly the model's input size; it raises a
 # ValueError naming both sizes otherwise (tested in tests/test_features.py). The conformance
 # test uses a 3-input model, so every check that draws X with another number of features
@@ -55,10 +68,13 @@ def _registry() -> dict[type, dict[str, str]]:
     # Imported here, not at module level, so this module never creates import cycles and the
     # modules of other estimators are loaded only when the registry is consulted.
     from dgpbench.detection import KSShiftDetector
+    from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
     from dgpbench.features import _MLPFeatures
 
     return {
         KSShiftDetector: dict(_BATCH_LEVEL_DETECTOR),
+        MMDShiftDetector: dict(_BATCH_LEVEL_TEST),
+        ClassifierShiftDetector: dict(_BATCH_LEVEL_TEST),
         _MLPFeatures: dict(_MODEL_TRANSFORMER),
     }
 

@@ -32,10 +32,7 @@ body's output as the input layer; Softmax uses the whole network.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import os
-import re
 from numbers import Integral
 from typing import Any, ClassVar
 
@@ -47,17 +44,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import DEVICE_OPTIONS
 from dgpbench.cnn import split_network
-from dgpbench.labels import METHOD_LABELS
 from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
 
 __all__ = [
-    "METHODS",
     "DGPFeatures",
     "MAGDiffFeatures",
     "SoftmaxFeatures",
     "TUFeatures",
-    "load_method_class",
-    "make_features",
 ]
 
 
@@ -732,138 +725,3 @@ class SoftmaxFeatures(_MLPFeatures):
 
 
 # The paper's methods and ablation variants, by the names the config and tables use.
-METHODS: dict[str, tuple[type[_MLPFeatures], dict[str, Any], str]] = {
-    name: (cls, fixed, METHOD_LABELS[name])
-    for name, cls, fixed in (
-        ("softmax", SoftmaxFeatures, {}),
-        ("tu", TUFeatures, {"standardize": False}),
-        ("tu_norm", TUFeatures, {"standardize": True}),
-        ("magdiff", MAGDiffFeatures, {"signed": False}),
-        ("magdiff_signed", MAGDiffFeatures, {"signed": True}),
-        ("dgp_nonorm", DGPFeatures, {"standardize": False}),
-        ("dgp", DGPFeatures, {"standardize": True}),
-    )
-}
-
-
-# A custom method: ``package.module:ClassName`` (Python identifiers, dotted module path).
-_CUSTOM_RE = re.compile(r"(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<name>[A-Za-z_]\w*)")
-
-
-def load_method_class(spec: str) -> type:
-    """Import a custom feature method ``package.module:ClassName`` and check its contract.
-
-    The class must be a scikit-learn style transformer constructed as
-    ``ClassName(model=..., **params)`` with ``fit(X, y)`` and ``transform(X)``, like the
-    built-in methods. Importing runs the module's code: name only modules you trust.
-
-    Parameters
-    ----------
-    spec : str
-        ``package.module:ClassName``; the module must be importable (installed, or on
-        ``PYTHONPATH``).
-
-    Returns
-    -------
-    type
-        The class.
-
-    Raises
-    ------
-    ValueError
-        If ``spec`` is malformed, the module cannot be imported (missing, or its code raises:
-        a ``SyntaxError`` or any exception at import time), it has no such class, or the
-        class is not a transformer taking a ``model`` argument.
-
-    Examples
-    --------
-    >>> load_method_class("dgpbench.features:DGPFeatures").__name__
-    'DGPFeatures'
-    >>> load_method_class("dgpbench.features:make_features")
-    Traceback (most recent call last):
-    ...
-    ValueError: method 'dgpbench.features:make_features': make_features is not a class
-    """
-    match = _CUSTOM_RE.fullmatch(spec)
-    if match is None:
-        raise ValueError(
-            f"method {spec!r} is neither a built-in method ({', '.join(METHODS)}) nor "
-            "'package.module:ClassName'"
-        )
-    try:
-        module = importlib.import_module(match["module"])
-    except ImportError as exc:
-        raise ValueError(
-            f"method {spec!r}: cannot import module {match['module']!r} ({exc}); install it "
-            "or add its folder to PYTHONPATH"
-        ) from exc
-    except (Exception, SystemExit) as exc:  # the module's own code failed (SyntaxError, ...)
-        lines = str(exc).strip().splitlines()
-        raise ValueError(
-            f"method {spec!r}: importing module {match['module']!r} failed: "
-            f"{type(exc).__name__}: {lines[0] if lines else ''}"
-        ) from exc
-    cls = getattr(module, match["name"], None)
-    if cls is None:
-        raise ValueError(f"method {spec!r}: module {match['module']!r} has no {match['name']!r}")
-    if not isinstance(cls, type):
-        raise ValueError(f"method {spec!r}: {match['name']} is not a class")
-    missing = [m for m in ("fit", "transform") if not callable(getattr(cls, m, None))]
-    if missing:
-        raise ValueError(
-            f"method {spec!r}: {cls.__name__} is not a transformer (no {' or '.join(missing)})"
-        )
-    params = inspect.signature(cls).parameters
-    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    if "model" not in params and not takes_kwargs:
-        raise ValueError(
-            f"method {spec!r}: {cls.__name__} must be constructed as "
-            f"{cls.__name__}(model=..., **params), but it takes no 'model' argument"
-        )
-    return cls
-
-
-def make_features(method: str, model: Any, **params: Any) -> Any:
-    """Build the transformer of a named method (``softmax``, ``tu``, ``tu_norm``, ...).
-
-    Parameters
-    ----------
-    method : str
-        A key of :data:`METHODS`, or a custom method ``package.module:ClassName`` (see
-        :func:`load_method_class`).
-    model : torch.nn.Sequential or path-like
-        The trained MLP.
-    **params
-        Further constructor parameters (``batch_size``, ``n_jobs``, ``progress``). A custom
-        class receives those of them its constructor accepts.
-
-    Returns
-    -------
-    transformer
-        An unfitted transformer.
-
-    Raises
-    ------
-    ValueError
-        If ``method`` is unknown, or a custom method fails :func:`load_method_class`.
-    """
-    if method in METHODS:
-        cls, fixed, _ = METHODS[method]
-        return cls(model, **fixed, **params)
-    if ":" not in method:
-        raise ValueError(
-            f"unknown method {method!r}; choose from {sorted(METHODS)} or give a custom "
-            "method as 'package.module:ClassName'"
-        )
-    cls = load_method_class(method)
-    accepted = inspect.signature(cls).parameters
-    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
-    kept = {k: v for k, v in params.items() if takes_kwargs or k in accepted}
-    try:
-        return cls(model=model, **kept)
-    except Exception as exc:  # the user's constructor: name the method, not just the error
-        lines = str(exc).strip().splitlines()
-        raise ValueError(
-            f"method {method!r}: {cls.__name__}(model=...) failed: {type(exc).__name__}: "
-            f"{lines[0] if lines else ''}"
-        ) from exc

@@ -26,6 +26,15 @@ METHOD_LABELS: dict[str, str] = {
     "magdiff_signed": "MAGDiff (signed)",
     "dgp_nonorm": "DGP (- norm)",
     "dgp": "DGP",
+    # "Failing loudly"'s representations and the DGP authors' approximation
+    "noredu": "NoRed",
+    "pca": "PCA",
+    "srp": "SRP",
+    "uae": "UAE",
+    "tae": "TAE",
+    "bbsds": "BBSDs",
+    "bbsdh": "BBSDh",
+    "dgp_approx": "DGP (approx.)",
 }
 
 

@@ -235,7 +235,8 @@ def _corrupt(args: argparse.Namespace) -> None:
 # features
 # --------------------------------------------------------------------------------------------
 _METHOD_HELP = (
-    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, or a custom transformer "
+    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, noredu, pca, srp, uae, "
+    "tae, bbsds, bbsdh, dgp_approx, or a custom transformer "
     "'package.module:ClassName' (importing it runs its code)"
 )
 
@@ -258,8 +259,8 @@ def _features_args(p: argparse.ArgumentParser) -> None:
 def _features(args: argparse.Namespace) -> None:
     from tqdm.auto import tqdm
 
-    from dgpbench.features import make_features
     from dgpbench.method_output import fit_method, transform_method
+    from dgpbench.methods import make_features
     from dgpbench.models import torch_threads
 
     clean = load_npz(args.clean)
@@ -320,6 +321,15 @@ def _score_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", default="dgp", help=_METHOD_HELP + " (default: dgp)")
     p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
     p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
+    p.add_argument(
+        "--test",
+        default="ks",
+        choices=["ks", "mmd", "chi2", "classif"],
+        help="two-sample test: ks per feature (default), mmd, chi2 (on --method bbsdh), "
+        "classif (a domain classifier on the images; --method is not used)",
+    )
+    p.add_argument("--permutations", type=_positive_int, default=1000, help="MMD permutations")
+    p.add_argument("--seed", type=int, default=0, help="seed of the mmd/classif test")
     p.add_argument("--batch-size", type=_positive_int, default=256)
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -334,8 +344,8 @@ def _score(args: argparse.Namespace) -> int:
 
     from dgpbench.data import load_npz_images
     from dgpbench.detection import KSShiftDetector
-    from dgpbench.features import make_features
     from dgpbench.method_output import feature_names, fit_method, transform_method
+    from dgpbench.methods import make_features
     from dgpbench.models import torch_threads
 
     # Every file is read (and checked) before the model runs, so a bad one fails at once.
@@ -343,6 +353,8 @@ def _score(args: argparse.Namespace) -> int:
     x_clean = load_npz_images(args.clean)
     x_batch = load_npz_images(args.batch)
     correction = None if args.correction == "none" else args.correction
+    if args.test != "ks":
+        return _score_other_test(args, x_refs, y_refs, x_clean, x_batch)
     detector = KSShiftDetector(alpha=args.alpha, correction=correction)
     with torch_threads(args.threads):
         feats = make_features(
@@ -389,6 +401,55 @@ def _score(args: argparse.Namespace) -> int:
             f"{result.n} test images\n"
         )
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 1 if result.is_drift else 0
+
+
+def _score_other_test(args, x_refs, y_refs, x_clean, x_batch) -> int:
+    """``score --test mmd|chi2|classif``: one batch-level statistic and p-value."""
+    import json
+
+    from dgpbench.detectors import make_detector
+    from dgpbench.methods import make_features
+    from dgpbench.models import torch_threads
+
+    params: dict = {"alpha": args.alpha}
+    if args.test in ("mmd", "classif"):
+        params["random_state"] = args.seed
+    if args.test == "mmd":
+        params["n_permutations"] = args.permutations
+    detector = make_detector(args.test, **params)
+    with torch_threads(args.threads):
+        if args.test == "classif":  # the domain classifier learns from the images themselves
+            method = "images"
+            result = detector.fit(x_clean).test(x_batch)
+        else:
+            method = args.method
+            feats = make_features(
+                args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
+            )
+            feats.fit(x_refs, y_refs)
+            result = detector.fit(feats.transform(x_clean)).test(feats.transform(x_batch))
+    summary = {
+        "shift": bool(result.is_drift),
+        "test": args.test,
+        "statistic": float(result.statistic),
+        "p_value": result.p_value,
+        "threshold": float(result.threshold),
+        "alpha": args.alpha,
+        "method": method,
+        "n_refs": len(x_refs),
+        "n_clean": result.n_ref,
+        "n_batch": result.n,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        verdict = "SHIFT" if result.is_drift else "no shift"
+        print(
+            f"{verdict}: {args.test} p-value {result.p_value:.4g}, statistic "
+            f"{float(result.statistic):.4g} (alpha {args.alpha:g}); representation {method}; "
+            f"{result.n_ref} clean and {result.n} test images"
+        )
     return 1 if result.is_drift else 0
 
 

@@ -11,7 +11,8 @@ from torch import nn
 
 from dgpbench.cnn import CNNConfig, build_cnn, split_network
 from dgpbench.data import load_dataset
-from dgpbench.features import METHODS, SoftmaxFeatures, make_features
+from dgpbench.features import SoftmaxFeatures
+from dgpbench.methods import METHODS, make_features
 from dgpbench.models import load_checkpoint, save_checkpoint, shift_detection_config, train_mlp
 
 GRAPH_METHODS = ["tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm"]

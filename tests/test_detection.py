@@ -17,6 +17,7 @@ from sklearn.exceptions import NotFittedError
 
 import dgpbench
 import dgpbench.detection
+import dgpbench.detectors.ks
 from dgpbench.detection import KSShiftDetector, KSTestResult, _decide
 
 
@@ -382,5 +383,5 @@ def test_clone_and_params():
 
 
 def test_docstring_examples_run():
-    results = doctest.testmod(dgpbench.detection, optionflags=doctest.NORMALIZE_WHITESPACE)
+    results = doctest.testmod(dgpbench.detectors.ks, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert results.attempted > 0 and results.failed == 0

@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from dgpbench import DGPFeatures, KSShiftDetector, MAGDiffFeatures, SoftmaxFeatures, TUFeatures
 from dgpbench.corruptions import corrupt
 from dgpbench.data import load_dataset
-from dgpbench.features import METHODS, make_features
+from dgpbench.methods import METHODS, make_features
 from dgpbench.models import ArchConfig, TrainConfig, load_checkpoint, train_mlp
 from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
 
@@ -130,7 +130,8 @@ def test_signed_magdiff_distances_equal_absolute_ones_only_for_relu(activation, 
 
 def test_make_features_registry(digits_model):
     assert set(METHODS) == {
-        "softmax", "tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm"
+        "softmax", "tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm",
+        "noredu", "pca", "srp", "uae", "tae", "bbsds", "bbsdh", "dgp_approx",
     }  # fmt: skip
     assert make_features("dgp_nonorm", digits_model["model"]).standardize is False
     assert make_features("tu_norm", digits_model["model"]).standardize is True
@@ -273,7 +274,7 @@ def test_custom_method_by_import_path(digits_model, tmp_path, monkeypatch):
         ("user_methods:Missing", "has no 'Missing'"),
         ("user_methods:NoModel", "takes no 'model' argument"),
         ("user_methods:NotATransformer", "not a transformer"),
-        ("dgpbench.features:make_features", "not a class"),
+        ("dgpbench.methods:make_features", "not a class"),
         ("user methods:Cls", "neither a built-in method"),
     ]:
         with pytest.raises(ValueError, match=message):

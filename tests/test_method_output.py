@@ -149,12 +149,12 @@ def test_detect_labels_without_y_test_names_the_file(files, capsys, tmp_path):
 
 @pytest.mark.parametrize("alpha", ["0", "1", "1.5", "-0.1", "nan", "x"])
 def test_alpha_is_checked_before_any_work(files, capsys, monkeypatch, alpha):
-    import dgpbench.features
+    import dgpbench.methods
 
     def never(*args, **kwargs):
         raise AssertionError("features computed before --alpha was checked")
 
-    monkeypatch.setattr(dgpbench.features, "make_features", never)
+    monkeypatch.setattr(dgpbench.methods, "make_features", never)
     with pytest.raises(SystemExit) as exc:
         main(_score(files, "dgp", "--alpha", alpha))
     assert exc.value.code == 2

@@ -9,7 +9,7 @@ import pytest
 import torch
 from _workflow import REPO
 
-from dgpbench.features import make_features
+from dgpbench.methods import make_features
 
 
 def python_blocks() -> list[str]:

@@ -9,7 +9,7 @@ from dgpbench import KSShiftDetector
 from dgpbench.cli import main
 from dgpbench.corruptions import corrupt
 from dgpbench.data import load_dataset
-from dgpbench.features import make_features
+from dgpbench.methods import make_features
 from dgpbench.models import ArchConfig, TrainConfig, train_mlp
 
 

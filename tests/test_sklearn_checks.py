@@ -12,7 +12,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dgpbench._sklearn_checks import expected_failed_checks
 from dgpbench.detection import KSShiftDetector
+from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
 from dgpbench.features import DGPFeatures, MAGDiffFeatures, SoftmaxFeatures, TUFeatures
+from dgpbench.representations import (
+    BBSDhFeatures,
+    DGPApproxFeatures,
+    NoRedFeatures,
+    PCAFeatures,
+    SRPFeatures,
+)
 
 
 def _mlp():
@@ -28,6 +36,12 @@ def _mlp():
     return torch.nn.Sequential(first, torch.nn.ReLU(), last)
 
 
+def _logistic():
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression()
+
+
 ESTIMATORS = [
     KSShiftDetector(),
     KSShiftDetector(correction="fdr"),
@@ -40,6 +54,16 @@ ESTIMATORS = [
     MAGDiffFeatures(_mlp(), signed=True, representation="raw"),
     SoftmaxFeatures(_mlp()),
     SoftmaxFeatures(_mlp(), representation="distances"),
+    # ChiSquareShiftDetector (one integer label column) and UAE/TAE (images) take inputs the
+    # generic checks never draw; tests/test_detectors_chi2.py and test_representations.py
+    # check their API instead.
+    MMDShiftDetector(n_permutations=19, random_state=0),
+    ClassifierShiftDetector(classifier=_logistic(), random_state=0),
+    NoRedFeatures(),
+    PCAFeatures(),
+    SRPFeatures(),
+    BBSDhFeatures(_mlp()),
+    DGPApproxFeatures(_mlp()),
 ]
 
 

@@ -23,8 +23,9 @@ from _workflow import SNAKEFILE, tiny_config, venv_env
 from dgpbench._device import resolve_device
 from dgpbench.cli import main
 from dgpbench.data import load_dataset
-from dgpbench.features import DGPFeatures, make_features
+from dgpbench.features import DGPFeatures
 from dgpbench.graphs import MLPGraph
+from dgpbench.methods import make_features
 from dgpbench.models import (
     ArchConfig,
     TrainConfig,

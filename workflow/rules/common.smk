@@ -118,7 +118,7 @@ def check_custom_methods():
         custom = [name for name in names if ":" in name]
         if not custom:
             continue
-        from dgpbench.features import load_method_class  # loads torch: only when needed
+        from dgpbench.methods import load_method_class  # loads torch: only when needed
 
         for name in custom:
             try:

@@ -1,0 +1,162 @@
+"""Chi-squared test of homogeneity for hard labels (BBSDh in "Failing loudly").
+
+The reference and the test batch are each an ``(n, 1)`` column of integer class labels (the
+predicted classes :class:`~dgpbench.representations.BBSDhFeatures` returns); the test
+compares their class frequencies in a 2 x k contingency table with
+``scipy.stats.chi2_contingency``. Classes absent from both samples are not in the table (they
+would be all-zero columns, for which the expected counts are 0).
+"""
+
+from __future__ import annotations
+
+from numbers import Real
+from typing import Any
+
+import numpy as np
+from scipy.stats import chi2_contingency
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dgpbench._compat import Interval, _fit_context
+from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
+
+__all__ = ["ChiSquareShiftDetector"]
+
+
+def _label_column(est: BaseEstimator, X: Any, *, reset: bool, name: str) -> np.ndarray:
+    """Validate an ``(n, 1)`` (or 1-D) column of integer labels; return it as int64 (n,)."""
+    arr = np.asarray(X) if not hasattr(X, "iloc") else X
+    if getattr(arr, "ndim", 2) == 1:
+        arr = np.asarray(arr).reshape(-1, 1)
+    arr = validate_data(est, arr, reset=reset, dtype=None, ensure_min_samples=1)
+    if arr.shape[1] != 1:  # reset=True: a wide array is the wrong representation
+        raise ValueError(
+            f"{name} has {arr.shape[1]} columns; the chi-squared test takes one column of "
+            "class labels (the (n, 1) output of bbsdh)"
+        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        values = arr.astype(np.float64)
+        if not np.array_equal(values, np.round(values)):
+            raise ValueError(
+                f"{name} holds non-integer values: the chi-squared test takes class labels "
+                "(the predicted class of bbsdh), not continuous features"
+            )
+        arr = values
+    return arr[:, 0].astype(np.int64)
+
+
+class ChiSquareShiftDetector(BaseEstimator):
+    """Chi-squared test of equal class frequencies in the reference and the test labels.
+
+    Parameters
+    ----------
+    alpha : float, default=0.05
+        Significance level in (0, 1).
+
+    Attributes
+    ----------
+    y_ref_ : ndarray of shape (n_ref,)
+        The reference labels (int64).
+    n_features_in_ : int
+        Always 1.
+
+    See Also
+    --------
+    scipy.stats.chi2_contingency : The test (Yates' correction when there are two classes).
+
+    Notes
+    -----
+    "Failing loudly" falls back to a goodness-of-fit ``chisquare`` when a class is missing
+    from one sample; the contingency table is well defined then too (its expected counts
+    stay positive as long as the class occurs in one of the two samples), so one test is used
+    throughout. When both samples hold a single, identical class, there is no evidence of
+    shift: statistic 0, p-value 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> det = ChiSquareShiftDetector().fit(rng.integers(0, 3, size=(300, 1)))
+    >>> det.predict(rng.integers(0, 3, size=(300, 1)))
+    False
+    >>> det.predict(rng.integers(1, 3, size=(300, 1)))  # class 0 knocked out
+    True
+    """
+
+    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
+        "alpha": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, alpha: float = 0.05) -> None:
+        self.alpha = alpha
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X_ref: Any, y: None = None) -> ChiSquareShiftDetector:
+        """Store the reference labels.
+
+        Parameters
+        ----------
+        X_ref : array-like of shape (n_ref, 1) or (n_ref,)
+            Integer class labels; at least 2.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : ChiSquareShiftDetector
+        """
+        labels = _label_column(self, X_ref, reset=True, name="X_ref")
+        check_min_samples(len(labels), 2, "X_ref", "a frequency needs samples")
+        self.y_ref_ = labels
+        return self
+
+    def test(self, X: Any) -> ShiftTestResult:
+        """Compare the class frequencies of ``X`` with the reference's.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, 1) or (n,)
+            Integer class labels; at least 2.
+
+        Returns
+        -------
+        ShiftTestResult
+            ``statistic`` = chi-squared, ``p_val`` its p-value; ``details`` hold ``dof``,
+            ``classes`` and the two rows of counts.
+        """
+        check_is_fitted(self)
+        labels = _label_column(self, X, reset=False, name="X")
+        check_min_samples(len(labels), 2, "X", "a frequency needs samples")
+        classes, inverse = np.unique(np.concatenate([self.y_ref_, labels]), return_inverse=True)
+        n_ref = len(self.y_ref_)
+        table = np.stack(
+            [
+                np.bincount(inverse[:n_ref], minlength=len(classes)),
+                np.bincount(inverse[n_ref:], minlength=len(classes)),
+            ]
+        )
+        if len(classes) < 2:
+            stat, p_val, dof = 0.0, 1.0, 0
+        else:
+            res = chi2_contingency(table)
+            stat, p_val, dof = float(res.statistic), float(res.pvalue), int(res.dof)
+        return ShiftTestResult(
+            is_drift=bool(p_val < self.alpha),
+            statistic=stat,
+            p_val=p_val,
+            threshold=float(self.alpha),
+            alpha=float(self.alpha),
+            n_ref=n_ref,
+            n=len(labels),
+            name=type(self).__name__,
+            version=package_version(),
+            details={"dof": dof, "classes": classes.tolist(), "counts": table.tolist()},
+        )
+
+    def predict(self, X: Any) -> bool:
+        """Return ``True`` if the labels ``X`` are flagged as shifted."""
+        return self.test(X).is_drift
+
+    def p_value(self, X: Any) -> float:
+        """Return the chi-squared p-value of ``X`` against the reference."""
+        return self.test(X).p_value

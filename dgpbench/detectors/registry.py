@@ -1,0 +1,51 @@
+"""The two-sample tests by the names the command line and the workflow use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dgpbench.detectors.chi2 import ChiSquareShiftDetector
+from dgpbench.detectors.classifier import ClassifierShiftDetector
+from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.detectors.mmd import MMDShiftDetector
+
+__all__ = ["DETECTORS", "make_detector"]
+
+#: Test name -> detector class: ``ks`` (per feature + correction), ``mmd`` (kernel,
+#: permutations), ``chi2`` (hard labels), ``classif`` (domain classifier).
+DETECTORS: dict[str, type] = {
+    "ks": KSShiftDetector,
+    "mmd": MMDShiftDetector,
+    "chi2": ChiSquareShiftDetector,
+    "classif": ClassifierShiftDetector,
+}
+
+
+def make_detector(name: str, **params: Any) -> Any:
+    """Build the detector of a named test.
+
+    Parameters
+    ----------
+    name : {"ks", "mmd", "chi2", "classif"}
+        The test.
+    **params
+        Constructor parameters of that detector (``alpha``, ``n_permutations``, ...).
+
+    Returns
+    -------
+    detector
+        An unfitted detector.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a known test (the message lists the valid names).
+
+    Examples
+    --------
+    >>> make_detector("mmd", n_permutations=99)
+    MMDShiftDetector(n_permutations=99)
+    """
+    if name not in DETECTORS:
+        raise ValueError(f"unknown test {name!r}; choose from {', '.join(DETECTORS)}")
+    return DETECTORS[name](**params)
