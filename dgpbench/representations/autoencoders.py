@@ -125,7 +125,7 @@ def save_autoencoder(path: str | os.PathLike, est: TAEFeatures | UAEFeatures) ->
     import torch
 
     from dgpbench.io import atomic_path
-    from dgpbench.models import _weights_digest
+    from dgpbench.checkpoints import _weights_digest
 
     check_is_fitted(est, "encoder_")
     state = {
@@ -164,7 +164,7 @@ def load_autoencoder(path: str | os.PathLike) -> tuple[Any, Any, str, tuple[int,
     """
     import torch
 
-    from dgpbench.models import _weights_digest
+    from dgpbench.checkpoints import _weights_digest
 
     path = Path(path)
     if not path.is_file():
