@@ -32,7 +32,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +195,7 @@ def train_mlp_seeds(
     dataset: str | None = None,
     progress: bool = True,
     device: Any = "cpu",
+    callback: Callable[[float, StackedMLP, list[dict[str, Any]]], None] | None = None,
 ) -> list[Path]:
     """Train one MLP per seed, all at once, and write each one's files to its folder.
 
@@ -221,6 +222,10 @@ def train_mlp_seeds(
         Show a tqdm bar (only on a TTY).
     device : {"cpu", "cuda", "auto"} or torch.device, default="cpu"
         Where to train (``"auto"``: CUDA if available); checkpoints are stored on the CPU.
+    callback : callable, optional
+        Called as ``callback(epoch, model, rows)`` at every checkpoint point (also at epoch
+        0), with the live :class:`StackedMLP` and each seed's metrics row (in the order of
+        ``seeds``), as ``train_mlp``'s callback once per seed. Do not modify the model.
 
     Returns
     -------
@@ -301,6 +306,8 @@ def train_mlp_seeds(
                         holder,
                         {**meta, "epoch": epoch, "step": step, "metrics": row},
                     )
+            if callback is not None:
+                callback(epoch, model, [r[-1] for r in rows])
 
         def zeros(dtype: torch.dtype) -> torch.Tensor:
             return torch.zeros(n_models, dtype=dtype, device=dev)

@@ -312,9 +312,8 @@ def test_bad_input_is_a_one_line_error(runs, capsys, argv, message):
 def _expected_training_jobs(config: dict) -> int:
     an = config["analysis"]
     deep = [n for n in an["layers"] if n > 1]
-    per_dataset = len(an["seeds"]) * (
-        (1 in an["layers"]) + len(an["activations"]) * len(deep) * len(an["hidden"])
-    )
+    # one stacked job per data set and architecture trains all its seeds
+    per_dataset = (1 in an["layers"]) + len(an["activations"]) * len(deep) * len(an["hidden"])
     reg = an["regularisers"]
     return len(an["datasets"]) * per_dataset, len(reg["datasets"]) * len(reg["kinds"]) * len(
         reg["seeds"]

@@ -1,5 +1,5 @@
 # Neural-persistence analyses (paper Sections 3-4, appendices B-D and G).
-# analysis MLPs ──analysis_train──▶ model.pt + curves.csv (criteria every evaluation)
+# analysis MLPs ──analysis_train (all seeds of an architecture at once)──▶ model.pt + curves.csv
 #   ──analysis_models / analysis_curves──▶ models.csv, curves.csv.gz ──▶ targets 1, 2, 6, 7, 9
 # regulariser MLPs ──analysis_train_regulariser──▶ target 8;   synthetic matrices: targets 3-5
 # Every rule calls one `dgpbench analysis TARGET` (see dgpbench/analysis/steps.py for the
@@ -11,7 +11,7 @@ include: "analysis_common.smk"
 
 
 wildcard_constraints:
-    run=r"linear-s\d+|(relu|tanh)-l\d+-h\d+-s\d+",
+    group=r"linear|(relu|tanh)-l\d+-h\d+",
     regrun=r"(none|batchnorm|dropout)-s\d+",
 
 
@@ -19,36 +19,41 @@ wildcard_constraints:
 # training
 # --------------------------------------------------------------------------------------------
 rule analysis_train:
-    """Train one analysis MLP; record NP, variance, DGP, validation and test accuracy at
-    every evaluation (the curves replace the paper's 160 kept checkpoints per run)."""
+    """Train every seed of one analysis MLP as one stacked model; record each seed's NP,
+    variance, DGP, validation and test accuracy at every evaluation (the curves replace the
+    paper's 160 kept checkpoints per run). Each seed gets the files `dgpbench analysis train`
+    writes, in its own run folder."""
     input:
         data=data_file(AN_DATASETS),
     output:
-        model=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/model.pt",
-        metrics=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/metrics.csv",
-        curves=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/curves.csv",
+        models=analysis_seed_files("model.pt"),
+        metrics=analysis_seed_files("metrics.csv"),
+        curves=analysis_seed_files("curves.csv"),
     params:
         name=lambda wc: AN_DATASETS[wc.dataset],
         data=data_args(),
-        arch=lambda wc: analysis_arch(wc.run),
+        arch=lambda wc: analysis_group_arch(wc.group),
+        seeds=join(AN["seeds"]),
+        out_dirs=lambda wc, output: join(Path(m).parent for m in output.models),
+        runs=lambda wc: join(f"{wc.dataset}/{wc.group}-s{s}" for s in AN["seeds"]),
         train=lookup(within=config, dpath="analysis/training"),
-    threads: 1  # small MLPs: one thread per run, runs in parallel
+    threads: AN_TRAIN_THREADS
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=4000,
-        runtime=240,
+        mem_mb=lambda wc: analysis_group_mem_mb(wc.group),
+        runtime=lambda wc: analysis_group_runtime(wc.dataset, wc.group),
     log:
-        f"{AN_LOGS}/train/{{dataset}}/{{run}}.log",
+        f"{AN_LOGS}/train/{{dataset}}/{{group}}.log",
     benchmark:
-        f"{AN_BENCH}/train/{{dataset}}/{{run}}.tsv"
+        f"{AN_BENCH}/train/{{dataset}}/{{group}}.tsv"
     shell:
-        "dgpbench analysis train --dataset {params.name:q} {params.data} {params.arch}"
+        "dgpbench analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
+        " --seeds {params.seeds} --out-dirs {params.out_dirs} --runs {params.runs}"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]}"
         " --checkpoints-per-epoch {params.train[checkpoints_per_epoch]}"
-        " --curves {output.curves} --run {wildcards.dataset}/{wildcards.run}"
-        " --threads {threads} --out-dir $(dirname {output.model}) > {log} 2>&1"
+        " --threads {threads} > {log} 2>&1"
 
 
 rule analysis_train_regulariser:
