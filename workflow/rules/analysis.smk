@@ -381,3 +381,47 @@ rule analysis_dgp_variance:
     shell:
         "dgpbench analysis dgp-variance --curves {input.curves} --models {input.models}"
         " --threads {threads} --out-dir $(dirname {output.correlations}) > {log} 2>&1"
+
+
+rule analysis_compare:
+    """Published vs reproduced: bound errors (App. B.1), R² per architecture (App. G.1) and
+    the early-stopping tables (App. G.2); only the cells this run computed."""
+    input:
+        bounds=rules.analysis_bounds.output.study,
+        r2=rules.analysis_np_variance.output.r2,
+        es_np=f"{AN_RESULTS}/early_stopping/table_np.csv",
+        es_dgp=f"{AN_RESULTS}/early_stopping/table_dgp.csv",
+    output:
+        [
+            [
+                report(
+                    f"{AN_RESULTS}/comparisons/comparison_{name}.csv",
+                    caption=f"../report/comparison_{name}.rst",
+                    category=COMPARISON_PAPER_SECTION,
+                ),
+                report(
+                    f"{AN_RESULTS}/comparisons/comparison_{name}_summary.csv",
+                    caption=f"../report/comparison_{name}.rst",
+                    category=COMPARISON_PAPER_SECTION,
+                ),
+                f"{AN_RESULTS}/comparisons/comparison_{name}.md",
+            ]
+            for name in ["bounds", *(["r2"] if AN_DEEP else []), "early_stopping"]
+        ],
+    params:
+        out_dir=lambda wc, output: Path(output[0]).parent,
+    threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{AN_LOGS}/compare.log",
+    benchmark:
+        f"{AN_BENCH}/compare.tsv"
+    shell:
+        "(dgpbench compare-paper bounds --input {input.bounds} --out-dir {params.out_dir}"
+        + (" && dgpbench compare-paper r2 --input {input.r2} --out-dir {params.out_dir}" if AN_DEEP else "")
+        + " && dgpbench compare-paper early_stopping --input {input.es_np} {input.es_dgp}"
+        " --out-dir {params.out_dir}) > {log} 2>&1"
