@@ -38,4 +38,4 @@ rule analysis:
         rules.analysis_early_stopping.output,
         rules.analysis_regularisers.output,
         rules.analysis_dgp_variance.output,
-        rules.analysis_compare.output,
+        expand(rules.analysis_compare.output, table=AN_COMPARISONS),

@@ -384,32 +384,26 @@ rule analysis_dgp_variance:
 
 
 rule analysis_compare:
-    """Published vs reproduced: bound errors (App. B.1), R² per architecture (App. G.1) and
+    """Published vs reproduced: bound errors (App. B.1), R² per architecture (App. G.1) or
     the early-stopping tables (App. G.2); only the cells this run computed."""
     input:
-        bounds=rules.analysis_bounds.output.study,
-        r2=rules.analysis_np_variance.output.r2,
-        es_np=f"{AN_RESULTS}/early_stopping/table_np.csv",
-        es_dgp=f"{AN_RESULTS}/early_stopping/table_dgp.csv",
+        lambda wc: AN_COMPARE_INPUTS[wc.table],
     output:
-        [
-            [
-                report(
-                    f"{AN_RESULTS}/comparisons/comparison_{name}.csv",
-                    caption=f"../report/comparison_{name}.rst",
-                    category=COMPARISON_PAPER_SECTION,
-                ),
-                report(
-                    f"{AN_RESULTS}/comparisons/comparison_{name}_summary.csv",
-                    caption=f"../report/comparison_{name}.rst",
-                    category=COMPARISON_PAPER_SECTION,
-                ),
-                f"{AN_RESULTS}/comparisons/comparison_{name}.md",
-            ]
-            for name in ["bounds", *(["r2"] if AN_DEEP else []), "early_stopping"]
-        ],
+        cells=report(
+            f"{AN_RESULTS}/comparisons/comparison_{{table}}.csv",
+            caption="../report/comparison_analysis.rst",
+            category=COMPARISON_PAPER_SECTION,
+        ),
+        summary=report(
+            f"{AN_RESULTS}/comparisons/comparison_{{table}}_summary.csv",
+            caption="../report/comparison_analysis.rst",
+            category=COMPARISON_PAPER_SECTION,
+        ),
+        md=f"{AN_RESULTS}/comparisons/comparison_{{table}}.md",
+    wildcard_constraints:
+        table="bounds|r2|early_stopping",
     params:
-        out_dir=lambda wc, output: Path(output[0]).parent,
+        out_dir=lambda wc, output: Path(output.cells).parent,
     threads: 1
     conda:
         "../envs/dgpbench.yaml"
@@ -417,11 +411,9 @@ rule analysis_compare:
         mem_mb=4000,
         runtime=30,
     log:
-        f"{AN_LOGS}/compare.log",
+        f"{AN_LOGS}/compare_{{table}}.log",
     benchmark:
-        f"{AN_BENCH}/compare.tsv"
+        f"{AN_BENCH}/compare_{{table}}.tsv"
     shell:
-        "(dgpbench compare-paper bounds --input {input.bounds} --out-dir {params.out_dir}"
-        + (" && dgpbench compare-paper r2 --input {input.r2} --out-dir {params.out_dir}" if AN_DEEP else "")
-        + " && dgpbench compare-paper early_stopping --input {input.es_np} {input.es_dgp}"
-        " --out-dir {params.out_dir}) > {log} 2>&1"
+        "dgpbench compare-paper {wildcards.table} --input {input} --out-dir {params.out_dir}"
+        " > {log} 2>&1"

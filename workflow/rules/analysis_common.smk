@@ -105,6 +105,18 @@ AN_SECTIONS = {
 }
 
 
+# Inputs of each published-vs-reproduced comparison of the analyses (rule analysis_compare).
+AN_COMPARE_INPUTS = {
+    "bounds": [f"{AN_RESULTS}/bounds/study.csv"],
+    "r2": [f"{AN_RESULTS}/np_variance/r2.csv"],
+    "early_stopping": [
+        f"{AN_RESULTS}/early_stopping/table_np.csv",
+        f"{AN_RESULTS}/early_stopping/table_dgp.csv",
+    ],
+}
+AN_COMPARISONS = ["bounds", *(["r2"] if AN_DEEP else []), "early_stopping"]
+
+
 def in_report(path):
     """``path`` flagged for snakemake --report, captioned and filed by its analysis folder."""
     folder = Path(path).parent.name
