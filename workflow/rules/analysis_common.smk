@@ -48,8 +48,9 @@ def analysis_seed_files(name):
     return [f"{AN_RESULTS}/models/{{dataset}}/{{group}}-s{s}/{name}" for s in AN["seeds"]]
 
 
-# Measured cost of stacked analysis training on one core of the development machine (see
-# docs/analysis-scale.md): seconds per seed, epoch, training image and million weights.
+# Measured CPU cost of a stacked analysis job (training and curves) on one core of the
+# development machine, per seed, epoch, training image and million weights: 1.8e-4 to
+# 1.9e-4 s from 2 x 50 to 4 x 650 (benchmarks/analysis_job_time.py, docs/analysis-scale.md).
 AN_SECONDS_PER_MWEIGHT_IMAGE = 2.0e-4
 AN_TRAIN_IMAGES = {"emnist": 101520, "digits": 1647}  # others: 55,000 (MNIST, Fashion-MNIST)
 
@@ -63,11 +64,12 @@ def _group_weights(group, n_inputs=784, n_classes=47):
 
 
 def analysis_group_runtime(dataset, group):
-    """SLURM minutes of a training job: the measured rate, times 2 for a slower node."""
+    """SLURM minutes of a training job: the measured one-core rate (a second thread is not
+    counted on), times 2 for a slower node."""
     images = AN_TRAIN_IMAGES.get(AN_DATASETS[dataset], 55000)
     seconds = (
         AN_SECONDS_PER_MWEIGHT_IMAGE * _group_weights(group) / 1e6 * images
-        * AN["training"]["epochs"] * len(AN["seeds"]) / AN_TRAIN_THREADS
+        * AN["training"]["epochs"] * len(AN["seeds"])
     )
     return max(30, int(2 * seconds / 60) + 10)
 
