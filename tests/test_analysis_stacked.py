@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from dgpbench.analysis.stacked import stacked_criteria
 from dgpbench.analysis.weights import model_metrics
@@ -146,3 +147,52 @@ def test_train_seeds_bad_input_exits_2(tmp_path, capsys):
     assert main(argv) == 2
     assert "--out-dirs" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("option", [["--batchnorm"], ["--dropout", "0.5"]], ids=["bn", "dropout"])
+def test_stacked_regulariser_models_equal_single_runs(tmp_path, option):
+    """Per-seed batch statistics and dropout masks: each seed is its single run (the
+    regulariser jobs record no curves).
+
+    One exception, inherent to batch norm under Adam: the bias of a linear map followed by
+    batch norm has an exactly zero gradient, so in both runs it follows rounding noise (Adam
+    turns any non-zero gradient into a step of about lr), and the running mean follows it.
+    The training-mode function does not depend on that bias; in eval mode only ``bias -
+    running_mean`` counts, which agrees up to the running mean's lag behind the bias.
+    """
+    arch = ["--layers", "4", "--hidden", "8", *option]
+    outs = [tmp_path / "stacked" / f"s{s}" for s in (0, 1)]
+    _run("train-seeds", *COMMON, *arch, "--seeds", 0, 1, "--out-dirs", *outs, "--no-curves")
+    for s, many in zip((0, 1), outs, strict=True):
+        one = tmp_path / "single" / f"s{s}"
+        _run("train", *COMMON, *arch, "--seed", s, "--out-dir", one)
+        assert sorted(p.name for p in one.iterdir()) == sorted(p.name for p in many.iterdir())
+        ma, mb = pd.read_csv(one / "metrics.csv"), pd.read_csv(many / "metrics.csv")
+        cols = ["epoch", "step", "train_loss", "train_acc"]
+        np.testing.assert_allclose(mb[cols], ma[cols], rtol=1e-4, atol=1e-5)
+        n_val = len(np.load(one / "split.npz")["val_index"])
+        if "--batchnorm" in option:  # eval mode: the running means' lag (see above)
+            np.testing.assert_allclose(mb["val_loss"], ma["val_loss"], rtol=5e-3)
+            np.testing.assert_allclose(mb["val_acc"], ma["val_acc"], atol=2.5 / n_val)
+        else:
+            np.testing.assert_allclose(mb[["val_loss", "val_acc"]], ma[["val_loss", "val_acc"]],
+                                       rtol=1e-4, atol=1e-5)  # fmt: skip
+        net_a, net_b = load_checkpoint(one / "model.pt")[0], load_checkpoint(many / "model.pt")[0]
+        sa, sb = net_a.state_dict(), net_b.state_dict()
+        assert sa.keys() == sb.keys()
+        before_norm = {
+            f"{i - 1}.bias": f"{i}.running_mean"
+            for i, m in enumerate(net_a)
+            if isinstance(m, torch.nn.BatchNorm1d)
+        }
+        for key in sa:
+            if key in before_norm or key in before_norm.values():
+                continue
+            np.testing.assert_allclose(sb[key].numpy(), sa[key].numpy(), rtol=1e-4, atol=2e-5,
+                                       err_msg=key)  # fmt: skip
+        for bias, mean in before_norm.items():
+            offset_a, offset_b = sa[bias] - sa[mean], sb[bias] - sb[mean]
+            np.testing.assert_allclose(offset_b.numpy(), offset_a.numpy(), atol=0.03)
+    # the two seeds differ (their masks and initialisations are their own)
+    w = [load_checkpoint(d / "model.pt")[0].state_dict()["0.weight"] for d in outs]
+    assert not np.allclose(w[0].numpy(), w[1].numpy())

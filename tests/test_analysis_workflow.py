@@ -314,10 +314,8 @@ def _expected_training_jobs(config: dict) -> int:
     deep = [n for n in an["layers"] if n > 1]
     # one stacked job per data set and architecture trains all its seeds
     per_dataset = (1 in an["layers"]) + len(an["activations"]) * len(deep) * len(an["hidden"])
-    reg = an["regularisers"]
-    return len(an["datasets"]) * per_dataset, len(reg["datasets"]) * len(reg["kinds"]) * len(
-        reg["seeds"]
-    )
+    reg = an["regularisers"]  # one stacked job per data set and kind trains all its seeds
+    return len(an["datasets"]) * per_dataset, len(reg["datasets"]) * len(reg["kinds"])
 
 
 @pytest.mark.parametrize("configfile", ["config.yaml", "config/paper.yaml"])

@@ -12,10 +12,9 @@ together: NP and DGP through one call of the compiled kernel of
 stack, the test accuracy with one batched forward pass. A stacked seed's curves equal its
 single run's to float tolerance (the training itself does; see :mod:`dgpbench.training`).
 
-Batch-norm and dropout models (the regulariser comparison) are not stacked: stacking them
-faithfully needs per-seed batch statistics and per-seed dropout masks drawn in the single
-run's order, which :class:`~dgpbench.training.StackedMLP` does not implement; they train
-one at a time with ``dgpbench analysis train``.
+Batch-norm and dropout models (the regulariser comparison, ``--batchnorm`` / ``--dropout``)
+stack too: each seed has its own batch statistics and its own dropout masks, drawn as its
+single run draws them (see :mod:`dgpbench.training`).
 """
 
 from __future__ import annotations
@@ -175,7 +174,7 @@ def train_analysis_seeds(
     x_train, y_train : array-like
         The training split (``config.val_fraction`` of it is held out for validation).
     arch : dgpbench.models.ArchConfig
-        Without batch norm or dropout.
+        The architecture (batch norm and dropout included).
     config : dgpbench.models.TrainConfig
         E.g. :func:`dgpbench.models.analysis_config`; its ``seed`` is each of ``seeds``.
     seeds : sequence of int
@@ -259,6 +258,8 @@ def _train_seeds_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, required=True, help="linear maps (1: linear classifier)")
     p.add_argument("--hidden", type=int, default=None, help="hidden units (unless --layers 1)")
     p.add_argument("--activation", default="relu", help="relu or tanh")
+    p.add_argument("--batchnorm", action="store_true", help="batch norm after hidden maps")
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout after hidden activations")
     p.add_argument("--seeds", type=int, nargs="+", required=True, help="model seeds")
     p.add_argument("--out-dirs", nargs="+", required=True, help="one output folder per seed")
     p.add_argument("--runs", nargs="+", default=None, help="run ids (default <dataset>/<dir>)")
@@ -287,6 +288,8 @@ def _train_seeds(args: argparse.Namespace) -> None:
         n_layers=args.layers,
         n_classes=n_classes(args.dataset, args.data_root),
         activation=args.activation,
+        batchnorm=args.batchnorm,
+        dropout=args.dropout,
     )
     config = analysis_config(
         args.dataset,

@@ -1,7 +1,7 @@
 # Neural-persistence analyses (paper Sections 3-4, appendices B-D and G).
 # analysis MLPs ──analysis_train (all seeds of an architecture at once)──▶ model.pt + curves.csv
 #   ──analysis_models / analysis_curves──▶ models.csv, curves.csv.gz ──▶ targets 1, 2, 6, 7, 9
-# regulariser MLPs ──analysis_train_regulariser──▶ target 8;   synthetic matrices: targets 3-5
+# regulariser MLPs ──analysis_train_regulariser (all seeds of a kind at once)──▶ target 8;   synthetic matrices: targets 3-5
 # Every rule calls one `dgpbench analysis TARGET` (see dgpbench/analysis/steps.py for the
 # files each writes). Configuration: the `analysis:` section of the config, read and checked
 # in analysis_common.smk.
@@ -12,7 +12,7 @@ include: "analysis_common.smk"
 
 wildcard_constraints:
     group=r"linear|(relu|tanh)-l\d+-h\d+",
-    regrun=r"(none|batchnorm|dropout)-s\d+",
+    regkind=r"none|batchnorm|dropout",
 
 
 # --------------------------------------------------------------------------------------------
@@ -57,33 +57,37 @@ rule analysis_train:
 
 
 rule analysis_train_regulariser:
-    """Train one model of the regulariser comparison (no curves: only the final weights)."""
+    """Train every seed of one regulariser model (none, batch norm or dropout) as one stacked
+    model, with per-seed batch statistics and dropout masks (no curves: the final weights)."""
     input:
         data=data_file(REG_DATASETS),
     output:
-        model=f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regrun}}/model.pt",
-        metrics=f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regrun}}/metrics.csv",
+        models=regulariser_seed_files("model.pt"),
+        metrics=regulariser_seed_files("metrics.csv"),
     params:
         name=lambda wc: REG_DATASETS[wc.dataset],
         data=data_args(),
-        arch=lambda wc: regulariser_arch(wc.regrun),
+        arch=lambda wc: regulariser_arch(wc.regkind),
+        seeds=join(REG["seeds"]),
+        out_dirs=lambda wc, output: join(Path(m).parent for m in output.models),
         train=lookup(within=config, dpath="analysis/training"),
-    threads: 1
+    threads: AN_TRAIN_THREADS
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=4000,
-        runtime=240,
+        mem_mb=lambda wc: analysis_group_mem_mb(f"-h{REG['hidden']}", len(REG["seeds"])),
+        runtime=lambda wc: regulariser_runtime(wc.dataset),
     log:
-        f"{AN_LOGS}/train_regulariser/{{dataset}}/{{regrun}}.log",
+        f"{AN_LOGS}/train_regulariser/{{dataset}}/{{regkind}}.log",
     benchmark:
-        f"{AN_BENCH}/train_regulariser/{{dataset}}/{{regrun}}.tsv"
+        f"{AN_BENCH}/train_regulariser/{{dataset}}/{{regkind}}.tsv"
     shell:
-        "dgpbench analysis train --dataset {params.name:q} {params.data} {params.arch}"
+        "dgpbench analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
+        " --seeds {params.seeds} --out-dirs {params.out_dirs} --no-curves"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]}"
         " --checkpoints-per-epoch {params.train[checkpoints_per_epoch]}"
-        " --threads {threads} --out-dir $(dirname {output.model}) > {log} 2>&1"
+        " --threads {threads} > {log} 2>&1"
 
 
 # --------------------------------------------------------------------------------------------

@@ -63,28 +63,39 @@ def _group_weights(group, n_inputs=784, n_classes=47):
     return n_inputs * hidden + (layers - 2) * hidden * hidden + hidden * n_classes
 
 
-def analysis_group_runtime(dataset, group):
+def analysis_group_runtime(dataset, group, n_seeds=None):
     """SLURM minutes of a training job: the measured one-core rate (a second thread is not
     counted on), times 2 for a slower node."""
     images = AN_TRAIN_IMAGES.get(AN_DATASETS[dataset], 55000)
     seconds = (
         AN_SECONDS_PER_MWEIGHT_IMAGE * _group_weights(group) / 1e6 * images
-        * AN["training"]["epochs"] * len(AN["seeds"])
+        * AN["training"]["epochs"] * (n_seeds or len(AN["seeds"]))
     )
     return max(30, int(2 * seconds / 60) + 10)
 
 
-def analysis_group_mem_mb(group):
+def analysis_group_mem_mb(group, n_seeds=None):
     """Memory of a training job: the data plus the (seeds, 4096, hidden) evaluation buffers."""
     hidden = 0 if group == "linear" else int(group.rsplit("-h", 1)[1])
-    return 4000 + int(len(AN["seeds"]) * 4096 * hidden * 4 * 3 / 1e6)
+    return 4000 + int((n_seeds or len(AN["seeds"])) * 4096 * hidden * 4 * 3 / 1e6)
 
 
-def regulariser_arch(run):
-    kind, seed = run.rsplit("-s", 1)
+def regulariser_arch(kind):
+    """`dgpbench analysis train-seeds` architecture options of a regulariser kind."""
     opts = f"--layers {REG['layers']} --hidden {REG['hidden']} --activation {REG['activation']}"
-    opts += {"none": "", "batchnorm": " --batchnorm", "dropout": f" --dropout {REG['dropout']}"}[kind]
-    return f"{opts} --seed {seed}"
+    return opts + {"none": "", "batchnorm": " --batchnorm", "dropout": f" --dropout {REG['dropout']}"}[kind]
+
+
+def regulariser_seed_files(name):
+    """``name`` in the run folder of every seed of a regulariser job (wildcards dataset,
+    regkind)."""
+    return [f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regkind}}-s{s}/{name}" for s in REG["seeds"]]
+
+
+def regulariser_runtime(dataset):
+    """SLURM minutes of a regulariser job (no curves: about 85% of a job with curves)."""
+    group = f"{REG['activation']}-l{REG['layers']}-h{REG['hidden']}"
+    return max(30, int(analysis_group_runtime(dataset, group, len(REG["seeds"])) * 0.85))
 
 
 def analysis_files(name):
