@@ -132,7 +132,9 @@ class StackedCurveRecorder:
         values = stacked_criteria(weights, p=self.p, dgp=self.dgp)
         if self.x_test is not None:
             dev = model.weights[0].device
-            acc = _stacked_accuracy(model, self.x_test.to(dev), self.y_test.to(dev))
+            if self.x_test.device != dev:  # moved once, not at every evaluation
+                self.x_test, self.y_test = self.x_test.to(dev), self.y_test.to(dev)
+            acc = _stacked_accuracy(model, self.x_test, self.y_test)
         else:
             acc = np.full(len(self.infos), np.nan)
         for k, info in enumerate(self.infos):
