@@ -23,6 +23,7 @@ rule all:
         rules.tables.output,
         rules.figures.output,
         rules.compare.output,
+        rules.compare_paper.output,
 
 
 rule analysis:
@@ -37,3 +38,4 @@ rule analysis:
         rules.analysis_early_stopping.output,
         rules.analysis_regularisers.output,
         rules.analysis_dgp_variance.output,
+        expand(rules.analysis_compare.output, table=AN_COMPARISONS),

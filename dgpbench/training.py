@@ -22,8 +22,12 @@ and device give bit-identical checkpoints.
 
 Every seed gets the files ``train_mlp`` writes (``split.npz``, ``metrics.csv``,
 checkpoints; see :mod:`dgpbench.models`) in its own folder, with the same metadata; the
-``seconds`` column is the wall time of the joint run. Plain MLPs only: batch-norm and
-dropout models (the regulariser analysis) train one at a time with ``train_mlp``.
+``seconds`` column is the wall time of the joint run. Batch-norm and dropout models stack
+too: batch norm normalises each seed's own batch with its own statistics, and each seed's
+dropout masks come from its own generator, seeded and drawn as ``train_mlp`` draws them on
+the CPU (so a CPU run's masks are its single run's; on CUDA, ``train_mlp`` draws them from
+the CUDA generator instead, so there the masks differ from the single run's, while staying
+seeded and deterministic).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +79,15 @@ class StackedMLP(nn.Module):
     Parameters
     ----------
     models : sequence of torch.nn.Sequential
-        Networks of :func:`dgpbench.models.build_mlp` with the same sizes, without batch
-        norm or dropout (``Linear, act, ..., Linear``); their current weights are copied.
+        Networks of :func:`dgpbench.models.build_mlp` with the same sizes (``Linear``,
+        optionally ``BatchNorm1d``, the activation, optionally ``Dropout``, ..., ``Linear``);
+        their current weights (and batch-norm statistics) are copied.
     activation : {"relu", "tanh"}
         The activation after every linear map but the last.
+    dropout_generators : sequence of torch.Generator, optional
+        One per model: where its dropout masks come from in training mode (each model's
+        masks are drawn as ``train_mlp`` draws them from the global generator, so a seed's
+        masks are those of its single run). Required when the models have dropout.
 
     Attributes
     ----------
@@ -91,8 +100,15 @@ class StackedMLP(nn.Module):
     Raises
     ------
     ValueError
-        If ``models`` is empty, holds other modules than linear maps and the activation,
-        or networks of different sizes.
+        If ``models`` is empty, holds other modules than linear maps, batch norm, the
+        activation and dropout, networks of different layers, or dropout without
+        ``dropout_generators`` (one per model).
+
+    Notes
+    -----
+    Batch norm normalises each model's own batch: the ``(S, B, h)`` activations are viewed
+    as ``B`` rows of ``S * h`` features, so every (model, unit) pair is one batch-norm
+    channel with its own batch statistics, running statistics and affine parameters.
 
     Examples
     --------
@@ -104,27 +120,43 @@ class StackedMLP(nn.Module):
     True
     """
 
-    def __init__(self, models: Sequence[nn.Sequential], activation: str) -> None:
+    def __init__(
+        self,
+        models: Sequence[nn.Sequential],
+        activation: str,
+        dropout_generators: Sequence[torch.Generator] | None = None,
+    ) -> None:
         super().__init__()
         if len(models) == 0:
             raise ValueError("models must hold at least one network")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         act_type = ACTIVATIONS[activation]
-        names = []
+        self._plan: list[tuple[str, str]] = []  # (kind, module name) in forward order
         for name, module in models[0].named_children():
             if isinstance(module, nn.Linear):
-                names.append(name)
-            elif not isinstance(module, act_type):
+                self._plan.append(("linear", name))
+            elif isinstance(module, nn.BatchNorm1d):
+                if not (module.affine and module.track_running_stats and module.momentum):
+                    raise ValueError(f"layer {name}: only build_mlp's BatchNorm1d is stacked")
+                self._plan.append(("batchnorm", name))
+            elif isinstance(module, nn.Dropout):
+                self._plan.append(("dropout", name))
+            elif isinstance(module, act_type):
+                self._plan.append(("activation", name))
+            else:
                 raise ValueError(
-                    f"StackedMLP stacks plain MLPs (nn.Linear and {act_type.__name__}); layer "
-                    f"{name} is {type(module).__name__}: train it with train_mlp instead"
+                    f"StackedMLP stacks MLPs (nn.Linear, BatchNorm1d, {act_type.__name__}, "
+                    f"Dropout); layer {name} is {type(module).__name__}: train it with "
+                    "train_mlp instead"
                 )
         shapes = [tuple(v.shape) for v in models[0].state_dict().values()]
         for k, model in enumerate(models):
             if [tuple(v.shape) for v in model.state_dict().values()] != shapes:
                 raise ValueError(f"models[{k}] differs in its layers from models[0]")
-        self._linear_names = names
+        names = [n for kind, n in self._plan if kind == "linear"]
+        norms = [n for kind, n in self._plan if kind == "batchnorm"]
+        self._linear_names, self._norm_names = names, norms
         with torch.no_grad():
             self.weights = nn.ParameterList(
                 nn.Parameter(torch.stack([getattr(m, n).weight.T for m in models]).contiguous())
@@ -134,6 +166,22 @@ class StackedMLP(nn.Module):
                 nn.Parameter(torch.stack([getattr(m, n).bias[None, :] for m in models]))
                 for n in names
             )
+            self.norm_weights = nn.ParameterList(
+                nn.Parameter(torch.stack([getattr(m, n).weight for m in models])) for n in norms
+            )
+            self.norm_biases = nn.ParameterList(
+                nn.Parameter(torch.stack([getattr(m, n).bias for m in models])) for n in norms
+            )
+            for i, n in enumerate(norms):
+                for buf in ("running_mean", "running_var", "num_batches_tracked"):
+                    values = torch.stack([getattr(getattr(m, n), buf) for m in models])
+                    self.register_buffer(f"norm{i}_{buf}", values.clone())
+        self._dropout = {
+            n: float(getattr(models[0], n).p) for kind, n in self._plan if kind == "dropout"
+        }
+        if self._dropout and (dropout_generators is None or len(dropout_generators) != len(models)):
+            raise ValueError("models with dropout need one dropout generator per model")
+        self._generators = list(dropout_generators or [])
         self.activation = act_type()
 
     @property
@@ -141,16 +189,52 @@ class StackedMLP(nn.Module):
         """Number of stacked networks ``S``."""
         return int(self.weights[0].shape[0])
 
+    def _batchnorm(self, i: int, x: torch.Tensor) -> torch.Tensor:
+        n_models, batch, width = x.shape
+        flat = x.transpose(0, 1).reshape(batch, n_models * width)  # (model, unit) channels
+        mean, var = getattr(self, f"norm{i}_running_mean"), getattr(self, f"norm{i}_running_var")
+        if self.training:
+            getattr(self, f"norm{i}_num_batches_tracked").add_(1)
+        out = F.batch_norm(
+            flat,
+            mean.view(-1),  # views: batch_norm updates the running statistics in place
+            var.view(-1),
+            self.norm_weights[i].view(-1),
+            self.norm_biases[i].view(-1),
+            training=self.training,
+            momentum=0.1,
+            eps=1e-5,
+        )
+        return out.view(batch, n_models, width).transpose(0, 1)
+
+    def _drop(self, p: float, x: torch.Tensor) -> torch.Tensor:
+        # train_mlp's F.dropout on the CPU: noise = bernoulli(1 - p) / (1 - p); x * noise,
+        # the noise drawn from each model's own generator in its single run's order
+        noise = torch.stack(
+            [
+                torch.empty(x.shape[1:], dtype=x.dtype).bernoulli_(1 - p, generator=g)
+                for g in self._generators
+            ]
+        ).to(x.device)
+        return x * noise.div_(1 - p)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(S, B, n_classes)`` of inputs ``(S, B, n_inputs)`` (one batch per model)
         or ``(B, n_inputs)`` (the same batch for every model)."""
         if x.ndim == 2:
             x = x.expand(self.n_models, *x.shape)
-        last = len(self.weights) - 1
-        for layer, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
-            x = torch.baddbmm(b, x, w)
-            if layer < last:
+        layer = norm = 0
+        for kind, name in self._plan:
+            if kind == "linear":
+                x = torch.baddbmm(self.biases[layer], x, self.weights[layer])
+                layer += 1
+            elif kind == "batchnorm":
+                x = self._batchnorm(norm, x)
+                norm += 1
+            elif kind == "activation":
                 x = self.activation(x)
+            elif self.training and self._dropout[name] > 0:
+                x = self._drop(self._dropout[name], x)
         return x
 
     def state_dict_of(self, k: int) -> dict[str, torch.Tensor]:
@@ -159,7 +243,25 @@ class StackedMLP(nn.Module):
         for name, w, b in zip(self._linear_names, self.weights, self.biases, strict=True):
             state[f"{name}.weight"] = w[k].detach().T
             state[f"{name}.bias"] = b[k, 0].detach()
+        for i, name in enumerate(self._norm_names):
+            state[f"{name}.weight"] = self.norm_weights[i][k].detach()
+            state[f"{name}.bias"] = self.norm_biases[i][k].detach()
+            for buf in ("running_mean", "running_var", "num_batches_tracked"):
+                state[f"{name}.{buf}"] = getattr(self, f"norm{i}_{buf}")[k]
         return state
+
+
+def _seed_model(arch: ArchConfig, init: int, drop: int) -> tuple[nn.Sequential, torch.Generator]:
+    """A seed's initial network and the generator of its dropout masks, as ``train_mlp``
+    makes them: it seeds the global generator with the dropout stream, then builds the
+    network (``nn.Linear``'s default initialisation draws from the global generator before
+    the seeded one overwrites it), then draws every mask from where that left it."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(drop)
+        net = arch.build(generator=torch.Generator().manual_seed(init))
+        gen = torch.Generator()
+        gen.set_state(torch.random.get_rng_state())
+    return net, gen
 
 
 def _cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -197,6 +299,7 @@ def train_mlp_seeds(
     dataset: str | None = None,
     progress: bool = True,
     device: Any = "cpu",
+    callback: Callable[[float, StackedMLP, list[dict[str, Any]]], None] | None = None,
 ) -> list[Path]:
     """Train one MLP per seed, all at once, and write each one's files to its folder.
 
@@ -208,7 +311,7 @@ def train_mlp_seeds(
     y_train : array-like of shape (N,)
         Integer labels in ``[0, arch.n_classes)``.
     arch : ArchConfig or dict
-        The architecture, without batch norm or dropout.
+        The architecture (batch norm and dropout included).
     config : TrainConfig or None
         Hyperparameters shared by every seed (default: :func:`shift_detection_config`);
         its ``seed`` is replaced by each of ``seeds``.
@@ -223,6 +326,10 @@ def train_mlp_seeds(
         Show a tqdm bar (only on a TTY).
     device : {"cpu", "cuda", "auto"} or torch.device, default="cpu"
         Where to train (``"auto"``: CUDA if available); checkpoints are stored on the CPU.
+    callback : callable, optional
+        Called as ``callback(epoch, model, rows)`` at every checkpoint point (also at epoch
+        0), with the live :class:`StackedMLP` and each seed's metrics row (in the order of
+        ``seeds``), as ``train_mlp``'s callback once per seed. Do not modify the model.
 
     Returns
     -------
@@ -232,23 +339,18 @@ def train_mlp_seeds(
     Raises
     ------
     ValueError
-        On batch norm or dropout in ``arch``, repeated or negative seeds, a number of
+        On repeated or negative seeds, a number of
         folders other than the number of seeds, repeated folders, inconsistent images or
         labels (as ``train_mlp``), or a ``device`` that is unknown or absent.
 
     See Also
     --------
-    dgpbench.models.train_mlp : one model; also batch-norm and dropout models.
+    dgpbench.models.train_mlp : one model.
     """
     from tqdm.auto import tqdm
 
     config = _check_config(config)
     arch = arch if isinstance(arch, ArchConfig) else ArchConfig(**arch)
-    if arch.batchnorm or arch.dropout:
-        raise ValueError(
-            f"train_mlp_seeds trains plain MLPs; {arch} has batch norm or dropout: train it "
-            "one seed at a time with dgpbench.models.train_mlp"
-        )
     for name, value in (("seeds", seeds), ("out_dirs", out_dirs)):
         # a string or path is iterable too: "md" would become the folders m/ and d/
         if isinstance(value, (str, bytes, os.PathLike)) or not isinstance(value, Iterable):
@@ -271,7 +373,7 @@ def train_mlp_seeds(
     xt, yt, xv, yv = data.xt, data.yt, data.xv, data.yv
     n_train, n_models = len(yt), len(seeds)
     schedule = _schedule(n_train, arch, config)
-    streams = [_seed_streams(s) for s in seeds]  # dropout's stream is unused: no dropout
+    streams = [_seed_streams(s) for s in seeds]
     configs = [dataclasses.replace(config, seed=s) for s in seeds]
     for out in outs:
         clear_run_outputs(out)  # no old model beside the new run's files, even after a kill
@@ -281,15 +383,15 @@ def train_mlp_seeds(
     t0 = time.perf_counter()
 
     with torch_threads(config.threads):
-        model = StackedMLP(
-            [arch.build(generator=torch.Generator().manual_seed(init)) for init, _, _ in streams],
-            arch.activation,
-        ).to(dev)
+        seeded = [_seed_model(arch, init, drop) for init, _, drop in streams]
+        model = StackedMLP([n for n, _ in seeded], arch.activation, [g for _, g in seeded])
+        model = model.to(dev)
         holder = arch.build(generator=torch.Generator().manual_seed(0))  # one seed, to save
         order_gens = [torch.Generator().manual_seed(order) for _, order, _ in streams]
         optimizer = _adam(model.parameters(), config, fused=True)
 
         def checkpoint(epoch: float, step: int, loss_sum: Any, correct: Any, seen: int) -> None:
+            model.eval()  # batch norm's running statistics, no dropout (as train_mlp)
             val = _evaluate_stacked(model, xv, yv)
             loss_sums, corrects = loss_sum.tolist(), correct.tolist()
             keep = config.keep == "all" or step == schedule.total_steps
@@ -311,6 +413,9 @@ def train_mlp_seeds(
                         holder,
                         {**meta, "epoch": epoch, "step": step, "metrics": _stored_metrics(row)},
                     )
+            if callback is not None:
+                callback(epoch, model, [r[-1] for r in rows])
+            model.train()
 
         def zeros(dtype: torch.dtype) -> torch.Tensor:
             return torch.zeros(n_models, dtype=dtype, device=dev)

@@ -312,13 +312,10 @@ def test_bad_input_is_a_one_line_error(runs, capsys, argv, message):
 def _expected_training_jobs(config: dict) -> int:
     an = config["analysis"]
     deep = [n for n in an["layers"] if n > 1]
-    per_dataset = len(an["seeds"]) * (
-        (1 in an["layers"]) + len(an["activations"]) * len(deep) * len(an["hidden"])
-    )
-    reg = an["regularisers"]
-    return len(an["datasets"]) * per_dataset, len(reg["datasets"]) * len(reg["kinds"]) * len(
-        reg["seeds"]
-    )
+    # one stacked job per data set and architecture trains all its seeds
+    per_dataset = (1 in an["layers"]) + len(an["activations"]) * len(deep) * len(an["hidden"])
+    reg = an["regularisers"]  # one stacked job per data set and kind trains all its seeds
+    return len(an["datasets"]) * per_dataset, len(reg["datasets"]) * len(reg["kinds"])
 
 
 @pytest.mark.parametrize("configfile", ["config.yaml", "config/paper.yaml"])
@@ -382,3 +379,35 @@ def test_schema_defaults_are_the_default_config():
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     assert _schema_defaults(schema["properties"]["analysis"]) == config["analysis"]
+
+
+def test_mnist_relu_column_config_plans_twelve_stacked_paper_scale_jobs(tmp_path):
+    """config/analysis_mnist_relu.yaml (docs/analysis-scale.md): the R² table's MNIST relu
+    column at the paper's scale, 12 jobs of 20 seeds x 40 epochs, nothing else trained."""
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "snakemake", "-n", "-p", "-s", REPO / "Snakefile",
+            "--directory", tmp_path, "--configfile", REPO / "config/paper.yaml",
+            REPO / "config/analysis_mnist_relu.yaml", "--",
+            "results/analysis/comparisons/comparison_r2.csv",
+        ],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    marker = "dgpbench analysis train-seeds"
+    train = [
+        line[line.index(marker) :].split()
+        for line in (result.stdout + result.stderr).splitlines()
+        if marker in line
+    ]
+    assert len(train) == 12
+    for cmd in train:
+        assert cmd[cmd.index("--dataset") + 1] == "mnist"
+        assert cmd[cmd.index("--activation") + 1] == "relu"
+        assert cmd[cmd.index("--epochs") + 1] == "40"
+        seeds = cmd[cmd.index("--seeds") + 1 : cmd.index("--out-dirs")]
+        assert seeds == [str(s) for s in range(20)]
+    archs = {(c[c.index("--layers") + 1], c[c.index("--hidden") + 1]) for c in train}
+    assert archs == {(str(k), str(h)) for k in (2, 3, 4) for h in (50, 100, 250, 650)}
+    assert "rule analysis_train:" in result.stdout + result.stderr
+    assert "rule analysis_train_regulariser" not in result.stdout + result.stderr

@@ -94,10 +94,41 @@ def test_stacked_mlp_is_its_models(activation):
             assert all(torch.equal(state[key], expected[key]) for key in expected)
 
 
+@pytest.mark.parametrize(
+    "kw", [{"batchnorm": True}, {"dropout": 0.4}, {"batchnorm": True, "dropout": 0.4}]
+)
+def test_stacked_mlp_with_regularisers_is_its_models(kw):
+    """Batch norm per model (own batch statistics, running statistics, affine parameters) and
+    dropout masks from each model's generator, drawn as F.dropout draws them."""
+    nets = [
+        build_mlp(7, 5, 3, 4, **kw, generator=torch.Generator().manual_seed(s)) for s in range(3)
+    ]
+    stacked = StackedMLP(nets, "relu", [torch.Generator().manual_seed(20 + s) for s in range(3)])
+    xs = torch.rand(3, 6, 7, generator=torch.Generator().manual_seed(10))
+    got = stacked(xs)  # training mode: batch statistics, dropout
+    for k, net in enumerate(nets):
+        net.train()
+        with torch.random.fork_rng():
+            torch.manual_seed(20 + k)
+            torch.testing.assert_close(got[k], net(xs[k]))
+        state, expected = stacked.state_dict_of(k), net.state_dict()
+        assert state.keys() == expected.keys()
+        for key in expected:  # running statistics updated alike
+            torch.testing.assert_close(state[key], expected[key], msg=key)
+    stacked.eval()
+    with torch.no_grad():
+        for k, net in enumerate(nets):
+            net.eval()
+            torch.testing.assert_close(stacked(xs)[k], net(xs[k]))
+
+
 def test_stacked_mlp_refuses_other_layers():
-    bn = build_mlp(7, 5, 3, 4, batchnorm=True, generator=torch.Generator().manual_seed(0))
-    with pytest.raises(ValueError, match="BatchNorm1d"):
-        StackedMLP([bn], "relu")
+    drop = build_mlp(7, 5, 3, 4, dropout=0.5, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="dropout generator"):
+        StackedMLP([drop], "relu")
+    odd = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Sigmoid(), torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="Sigmoid"):
+        StackedMLP([odd], "relu")
     nets = [build_mlp(7, h, 2, 4, generator=torch.Generator().manual_seed(0)) for h in (5, 6)]
     with pytest.raises(ValueError, match=r"models\[1\]"):
         StackedMLP(nets, "relu")
@@ -173,9 +204,6 @@ def test_train_mlp_seeds_validates_its_arguments(digits, tmp_path):
         train_mlp_seeds(x, y, ARCH, CONFIG, [1, -2], dirs)
     with pytest.raises(ValueError, match="at least one seed"):
         train_mlp_seeds(x, y, ARCH, CONFIG, [], [])
-    for kw in ({"batchnorm": True}, {"dropout": 0.5}):
-        with pytest.raises(ValueError, match="train_mlp"):
-            train_mlp_seeds(x, y, ArchConfig(64, 16, 3, 10, **kw), CONFIG, [1, 2], dirs)
     with pytest.raises(ValueError, match="n_inputs"):
         train_mlp_seeds(x, y, ArchConfig(63, 16, 3, 10), CONFIG, [1, 2], dirs)
     assert list(tmp_path.iterdir()) == []  # refused before writing anything

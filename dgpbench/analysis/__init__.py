@@ -14,6 +14,7 @@ workflow step) sits in the same module, so one study is one file. Modules:
 ``permutation``     permutation test for spatial structure, KS tests (Sec. 4.2-4.3)
 ``variance``        NP vs. log-variance: per-model table, R² (Sec. 4, App. G.1)
 ``curves``          criteria at every quarter-epoch evaluation of a training run; training
+``stacked``         the seeds of one architecture trained together, with their curves
 ``early_stopping``  Algorithm 2 of Rieck et al. on NP, variance, DGP, validation (App. G.2)
 ``regularisers``    NP and variance under batch norm / dropout (App. G.3)
 ``dgp_variance``    Kendall's tau of DGP / NP with the variance over training (App. G.4)

@@ -11,6 +11,8 @@ Each target reads files, calls the analysis and writes its outputs atomically in
 ==================  =====================================================================
 ``train``           one analysis MLP: ``model.pt``, ``metrics.csv`` and, with ``--curves``,
                     NP / variance / DGP / validation / test accuracy per quarter epoch
+``train-seeds``     every seed of one analysis MLP at once: per seed (``--out-dirs``) what
+                    ``train --curves`` writes
 ``models``          per-model NP, variance, DGP of final checkpoints (one CSV; with
                     ``--curves``, read from each run's last evaluation)
 ``curves``          concatenate the curves of many runs (one CSV)
@@ -48,6 +50,10 @@ __all__ = ["TARGETS", "target_command"]
 # target -> (help, module of dgpbench.analysis that holds it in its COMMANDS)
 TARGETS: dict[str, tuple[str, str]] = {
     "train": ("Train one analysis MLP (lr 0.003); optionally record its curves.", "curves"),
+    "train-seeds": (
+        "Train all seeds of one analysis MLP as one stacked model; record their curves.",
+        "stacked",
+    ),
     "models": ("NP, per-layer NP, variance and DGP of final checkpoints.", "variance"),
     "curves": ("Concatenate the training curves of many runs.", "curves"),
     "permutation": ("1: NP of trained vs. permuted weights, KS tests.", "permutation"),

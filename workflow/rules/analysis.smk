@@ -1,7 +1,7 @@
 # Neural-persistence analyses (paper Sections 3-4, appendices B-D and G).
-# analysis MLPs ──analysis_train──▶ model.pt + curves.csv (criteria every evaluation)
+# analysis MLPs ──analysis_train (all seeds of an architecture at once)──▶ model.pt + curves.csv
 #   ──analysis_models / analysis_curves──▶ models.csv, curves.csv.gz ──▶ targets 1, 2, 6, 7, 9
-# regulariser MLPs ──analysis_train_regulariser──▶ target 8;   synthetic matrices: targets 3-5
+# regulariser MLPs ──analysis_train_regulariser (all seeds of a kind at once)──▶ target 8;   synthetic matrices: targets 3-5
 # Every rule calls one `dgpbench analysis TARGET` (see dgpbench/analysis/steps.py for the
 # files each writes). Configuration: the `analysis:` section of the config, read and checked
 # in analysis_common.smk.
@@ -11,74 +11,83 @@ include: "analysis_common.smk"
 
 
 wildcard_constraints:
-    run=r"linear-s\d+|(relu|tanh)-l\d+-h\d+-s\d+",
-    regrun=r"(none|batchnorm|dropout)-s\d+",
+    group=r"linear|(relu|tanh)-l\d+-h\d+",
+    regkind=r"none|batchnorm|dropout",
 
 
 # --------------------------------------------------------------------------------------------
 # training
 # --------------------------------------------------------------------------------------------
 rule analysis_train:
-    """Train one analysis MLP; record NP, variance, DGP, validation and test accuracy at
-    every evaluation (the curves replace the paper's 160 kept checkpoints per run)."""
+    """Train every seed of one analysis MLP as one stacked model; record each seed's NP,
+    variance, DGP, validation and test accuracy at every evaluation (the curves replace the
+    paper's 160 kept checkpoints per run). Each seed gets the files `dgpbench analysis train`
+    writes, in its own run folder."""
     input:
         data=data_file(AN_DATASETS),
     output:
-        model=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/model.pt",
-        metrics=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/metrics.csv",
-        curves=f"{AN_RESULTS}/models/{{dataset}}/{{run}}/curves.csv",
+        models=analysis_seed_files("model.pt"),
+        metrics=analysis_seed_files("metrics.csv"),
+        curves=analysis_seed_files("curves.csv"),
     params:
         name=lambda wc: AN_DATASETS[wc.dataset],
         data=data_args(),
-        arch=lambda wc: analysis_arch(wc.run),
+        arch=lambda wc: analysis_group_arch(wc.group),
+        seeds=join(AN["seeds"]),
+        out_dirs=lambda wc, output: join(Path(m).parent for m in output.models),
+        runs=lambda wc: join(f"{wc.dataset}/{wc.group}-s{s}" for s in AN["seeds"]),
         train=lookup(within=config, dpath="analysis/training"),
-    threads: 1  # small MLPs: one thread per run, runs in parallel
+    threads: AN_TRAIN_THREADS
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=4000,
-        runtime=240,
+        mem_mb=lambda wc: analysis_group_mem_mb(wc.group),
+        runtime=lambda wc: analysis_group_runtime(wc.dataset, wc.group),
     log:
-        f"{AN_LOGS}/train/{{dataset}}/{{run}}.log",
+        f"{AN_LOGS}/train/{{dataset}}/{{group}}.log",
     benchmark:
-        f"{AN_BENCH}/train/{{dataset}}/{{run}}.tsv"
+        f"{AN_BENCH}/train/{{dataset}}/{{group}}.tsv"
     shell:
-        "dgpbench analysis train --dataset {params.name:q} {params.data} {params.arch}"
+        "dgpbench analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
+        " --seeds {params.seeds} --out-dirs {params.out_dirs} --runs {params.runs}"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]}"
         " --checkpoints-per-epoch {params.train[checkpoints_per_epoch]}"
-        " --curves {output.curves} --run {wildcards.dataset}/{wildcards.run}"
-        " --threads {threads} --out-dir $(dirname {output.model}) > {log} 2>&1"
+        " --threads {threads} > {log} 2>&1"
 
 
 rule analysis_train_regulariser:
-    """Train one model of the regulariser comparison (no curves: only the final weights)."""
+    """Train every seed of one regulariser model (none, batch norm or dropout) as one stacked
+    model, with per-seed batch statistics and dropout masks (no curves: the final weights)."""
     input:
         data=data_file(REG_DATASETS),
     output:
-        model=f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regrun}}/model.pt",
-        metrics=f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regrun}}/metrics.csv",
+        models=regulariser_seed_files("model.pt"),
+        metrics=regulariser_seed_files("metrics.csv"),
     params:
         name=lambda wc: REG_DATASETS[wc.dataset],
         data=data_args(),
-        arch=lambda wc: regulariser_arch(wc.regrun),
+        arch=lambda wc: regulariser_arch(wc.regkind),
+        seeds=join(REG["seeds"]),
+        out_dirs=lambda wc, output: join(Path(m).parent for m in output.models),
         train=lookup(within=config, dpath="analysis/training"),
-    threads: 1
+    threads: AN_TRAIN_THREADS
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=4000,
-        runtime=240,
+        mem_mb=lambda wc: analysis_group_mem_mb(f"-h{REG['hidden']}", len(REG["seeds"])),
+        runtime=lambda wc: regulariser_runtime(wc.dataset),
     log:
-        f"{AN_LOGS}/train_regulariser/{{dataset}}/{{regrun}}.log",
+        f"{AN_LOGS}/train_regulariser/{{dataset}}/{{regkind}}.log",
     benchmark:
-        f"{AN_BENCH}/train_regulariser/{{dataset}}/{{regrun}}.tsv"
+        f"{AN_BENCH}/train_regulariser/{{dataset}}/{{regkind}}.tsv"
     shell:
-        "dgpbench analysis train --dataset {params.name:q} {params.data} {params.arch}"
+        "dgpbench analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
+        " --seeds {params.seeds} --out-dirs {params.out_dirs} --no-curves"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]}"
         " --checkpoints-per-epoch {params.train[checkpoints_per_epoch]}"
-        " --threads {threads} --out-dir $(dirname {output.model}) > {log} 2>&1"
+        " --threads {threads} > {log} 2>&1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,3 +385,39 @@ rule analysis_dgp_variance:
     shell:
         "dgpbench analysis dgp-variance --curves {input.curves} --models {input.models}"
         " --threads {threads} --out-dir $(dirname {output.correlations}) > {log} 2>&1"
+
+
+rule analysis_compare:
+    """Published vs reproduced: bound errors (App. B.1), R² per architecture (App. G.1) or
+    the early-stopping tables (App. G.2); only the cells this run computed."""
+    input:
+        lambda wc: AN_COMPARE_INPUTS[wc.table],
+    output:
+        cells=report(
+            f"{AN_RESULTS}/comparisons/comparison_{{table}}.csv",
+            caption="../report/comparison_analysis.rst",
+            category=COMPARISON_PAPER_SECTION,
+        ),
+        summary=report(
+            f"{AN_RESULTS}/comparisons/comparison_{{table}}_summary.csv",
+            caption="../report/comparison_analysis.rst",
+            category=COMPARISON_PAPER_SECTION,
+        ),
+        md=f"{AN_RESULTS}/comparisons/comparison_{{table}}.md",
+    wildcard_constraints:
+        table="bounds|r2|early_stopping",
+    params:
+        out_dir=lambda wc, output: Path(output.cells).parent,
+    threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{AN_LOGS}/compare_{{table}}.log",
+    benchmark:
+        f"{AN_BENCH}/compare_{{table}}.tsv"
+    shell:
+        "dgpbench compare-paper {wildcards.table} --input {input} --out-dir {params.out_dir}"
+        " > {log} 2>&1"

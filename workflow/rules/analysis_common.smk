@@ -26,23 +26,76 @@ AN_RUNS = [f"linear-s{s}" for s in AN["seeds"] if AN_LINEAR] + [
     f"{a}-l{l}-h{h}-s{s}"
     for a, l, h, s in itertools.product(AN["activations"], AN_DEEP, AN["hidden"], AN["seeds"])
 ]
+# Training jobs: all seeds of one architecture ("linear" or "<activation>-l<layers>-h<hidden>")
+# train together as one stacked model (dgpbench analysis train-seeds).
+AN_GROUPS = (["linear"] if AN_LINEAR else []) + [
+    f"{a}-l{l}-h{h}" for a, l, h in itertools.product(AN["activations"], AN_DEEP, AN["hidden"])
+]
+AN_TRAIN_THREADS = 2  # the stacked products and the NP/DGP kernel use both
 REG_RUNS = [f"{k}-s{s}" for k, s in itertools.product(REG["kinds"], REG["seeds"])]
-RUN_RE = re.compile(r"(?:linear|(?P<act>relu|tanh)-l(?P<layers>\d+)-h(?P<hidden>\d+))-s(?P<seed>\d+)")
 
 
-def analysis_arch(run):
-    """`dgpbench analysis train` architecture options of a run id."""
-    m = RUN_RE.fullmatch(run)
-    if m["act"] is None:
-        return f"--layers 1 --seed {m['seed']}"
-    return f"--layers {m['layers']} --hidden {m['hidden']} --activation {m['act']} --seed {m['seed']}"
+def analysis_group_arch(group):
+    """`dgpbench analysis train-seeds` architecture options of a training job."""
+    if group == "linear":
+        return "--layers 1"
+    act, layers, hidden = re.fullmatch(r"(relu|tanh)-l(\d+)-h(\d+)", group).groups()
+    return f"--layers {layers} --hidden {hidden} --activation {act}"
 
 
-def regulariser_arch(run):
-    kind, seed = run.rsplit("-s", 1)
+def analysis_seed_files(name):
+    """``name`` in the run folder of every seed of a training job (wildcards dataset, group)."""
+    return [f"{AN_RESULTS}/models/{{dataset}}/{{group}}-s{s}/{name}" for s in AN["seeds"]]
+
+
+# Measured CPU cost of a stacked analysis job (training and curves) on one core of the
+# development machine, per seed, epoch, training image and million weights: 1.8e-4 to
+# 1.9e-4 s from 2 x 50 to 4 x 650 (benchmarks/analysis_job_time.py, docs/analysis-scale.md).
+AN_SECONDS_PER_MWEIGHT_IMAGE = 2.0e-4
+AN_TRAIN_IMAGES = {"emnist": 101520, "digits": 1647}  # others: 55,000 (MNIST, Fashion-MNIST)
+
+
+def _group_weights(group, n_inputs=784, n_classes=47):
+    if group == "linear":
+        return n_inputs * n_classes
+    _, layers, hidden = re.fullmatch(r"(relu|tanh)-l(\d+)-h(\d+)", group).groups()
+    layers, hidden = int(layers), int(hidden)
+    return n_inputs * hidden + (layers - 2) * hidden * hidden + hidden * n_classes
+
+
+def analysis_group_runtime(dataset, group, n_seeds=None):
+    """SLURM minutes of a training job: the measured one-core rate (a second thread is not
+    counted on), times 2 for a slower node."""
+    images = AN_TRAIN_IMAGES.get(AN_DATASETS[dataset], 55000)
+    seconds = (
+        AN_SECONDS_PER_MWEIGHT_IMAGE * _group_weights(group) / 1e6 * images
+        * AN["training"]["epochs"] * (n_seeds or len(AN["seeds"]))
+    )
+    return max(30, int(2 * seconds / 60) + 10)
+
+
+def analysis_group_mem_mb(group, n_seeds=None):
+    """Memory of a training job: the data plus the (seeds, 4096, hidden) evaluation buffers."""
+    hidden = 0 if group == "linear" else int(group.rsplit("-h", 1)[1])
+    return 4000 + int((n_seeds or len(AN["seeds"])) * 4096 * hidden * 4 * 3 / 1e6)
+
+
+def regulariser_arch(kind):
+    """`dgpbench analysis train-seeds` architecture options of a regulariser kind."""
     opts = f"--layers {REG['layers']} --hidden {REG['hidden']} --activation {REG['activation']}"
-    opts += {"none": "", "batchnorm": " --batchnorm", "dropout": f" --dropout {REG['dropout']}"}[kind]
-    return f"{opts} --seed {seed}"
+    return opts + {"none": "", "batchnorm": " --batchnorm", "dropout": f" --dropout {REG['dropout']}"}[kind]
+
+
+def regulariser_seed_files(name):
+    """``name`` in the run folder of every seed of a regulariser job (wildcards dataset,
+    regkind)."""
+    return [f"{AN_RESULTS}/regularisers/models/{{dataset}}/{{regkind}}-s{s}/{name}" for s in REG["seeds"]]
+
+
+def regulariser_runtime(dataset):
+    """SLURM minutes of a regulariser job (no curves: about 85% of a job with curves)."""
+    group = f"{REG['activation']}-l{REG['layers']}-h{REG['hidden']}"
+    return max(30, int(analysis_group_runtime(dataset, group, len(REG["seeds"])) * 0.85))
 
 
 def analysis_files(name):
@@ -63,6 +116,18 @@ AN_SECTIONS = {
     "regularisers": "Appendix - regularisers",
     "dgp_variance": "Appendix - DGP and variance",
 }
+
+
+# Inputs of each published-vs-reproduced comparison of the analyses (rule analysis_compare).
+AN_COMPARE_INPUTS = {
+    "bounds": [f"{AN_RESULTS}/bounds/study.csv"],
+    "r2": [f"{AN_RESULTS}/np_variance/r2.csv"],
+    "early_stopping": [
+        f"{AN_RESULTS}/early_stopping/table_np.csv",
+        f"{AN_RESULTS}/early_stopping/table_dgp.csv",
+    ],
+}
+AN_COMPARISONS = ["bounds", *(["r2"] if AN_DEEP else []), "early_stopping"]
 
 
 def in_report(path):

@@ -4,6 +4,7 @@ ABLATION_SECTION = "Section 5.3 - ablation of DGP"
 CALIBRATION_SECTION = "Appendix - calibration"
 BEYOND_SECTION = "Beyond the paper - new shifts and CNNs"
 COMPARISON_SECTION = "Table 1 - published vs reproduced"
+COMPARISON_PAPER_SECTION = "Published vs reproduced - the other tables"
 
 
 rule aggregate:
@@ -208,3 +209,44 @@ rule compare:
     shell:
         "dgpbench compare --records {input.records} --pool-deltas {params.pool} {params.sets}"
         " {params.published} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule compare_paper:
+    """Published vs reproduced ablation (Table 2 + appendix) and false detection rates."""
+    input:
+        rules.aggregate.output,
+    output:
+        [
+            [
+                report(
+                    f"{RESULTS}/tables/comparison_{name}.csv",
+                    caption=f"../report/comparison_{name}.rst",
+                    category=COMPARISON_PAPER_SECTION,
+                ),
+                report(
+                    f"{RESULTS}/tables/comparison_{name}_summary.csv",
+                    caption=f"../report/comparison_{name}.rst",
+                    category=COMPARISON_PAPER_SECTION,
+                ),
+                f"{RESULTS}/tables/comparison_{name}.md",
+            ]
+            for name in ("table2_ablation", "calibration")
+        ],
+    params:
+        pool=join(config["report"]["pool_deltas"]),
+        out_dir=lambda wc, output: Path(output[0]).parent,
+    threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{LOGS}/compare_paper.log",
+    benchmark:
+        f"{BENCH}/compare_paper.tsv"
+    shell:
+        "(dgpbench compare-paper table2_ablation --input {input} --pool-deltas {params.pool}"
+        " --out-dir {params.out_dir}"
+        " && dgpbench compare-paper calibration --input {input} --out-dir {params.out_dir})"
+        " > {log} 2>&1"

@@ -1,0 +1,325 @@
+"""All seeds of one analysis architecture trained as one stacked model, with their curves.
+
+``dgpbench analysis train`` trains one analysis MLP and records its curves (NP, variance,
+DGP, validation and test accuracy at every quarter epoch, :mod:`dgpbench.analysis.curves`).
+:func:`train_analysis_seeds` (target ``dgpbench analysis train-seeds``) trains every seed of
+one architecture at once with :func:`dgpbench.training.train_mlp_seeds` and writes, per
+seed, the same files: ``model.pt``, ``metrics.csv``, ``split.npz`` and ``curves.csv``.
+
+At every evaluation, :class:`StackedCurveRecorder` computes the criteria of all seeds
+together: NP and DGP through one call of the compiled kernel of
+:func:`dgpbench.topology.stacked.stacked_persistence`, the variance vectorised over the
+stack, the test accuracy with one batched forward pass. A stacked seed's curves equal its
+single run's to float tolerance (the training itself does; see :mod:`dgpbench.training`).
+
+Batch-norm and dropout models (the regulariser comparison, ``--batchnorm`` / ``--dropout``)
+stack too: each seed has its own batch statistics and its own dropout masks, drawn as its
+single run draws them (see :mod:`dgpbench.training`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dgpbench.analysis.curves import _test_tensors
+from dgpbench.analysis.weights import run_info, tidy_run_columns
+from dgpbench.io import write_csv
+
+log = logging.getLogger(__name__)
+
+__all__ = ["StackedCurveRecorder", "stacked_criteria", "train_analysis_seeds"]
+
+_TEST_CHUNK = 1024  # test images per stacked forward pass (bounds the (S, B, hidden) buffers)
+
+
+def stacked_criteria(weights: Sequence[Any], *, p: float = 2.0, dgp: bool = True) -> dict:
+    """NP, variance, log-variance and DGP of ``S`` stacked networks (one kernel call).
+
+    Parameters
+    ----------
+    weights : sequence of array-like
+        Per linear map, ``(S, n_in, n_out)`` signed weights (graph orientation).
+    p : float, default=2
+    dgp : bool, default=True
+
+    Returns
+    -------
+    dict of numpy.ndarray of shape (S,)
+        ``np, variance, log_variance`` and, with ``dgp``, ``dgp``: per network what
+        :func:`dgpbench.analysis.weights.model_metrics` (``layers=False``) returns.
+    """
+    from dgpbench.topology.stacked import stacked_persistence
+
+    mats = [np.asarray(w) for w in weights]
+    out = stacked_persistence(mats, p=p, dgp=dgp)
+    n_nets = mats[0].shape[0]
+    # variance of the network-normalised weights pooled over layers (weight_variance)
+    absw = [np.abs(w).reshape(n_nets, -1) for w in mats]
+    top = np.max([a.max(axis=1) for a in absw], axis=0).astype(absw[0].dtype)[:, None]
+    norm = [a / top for a in absw]
+    total = sum(a.shape[1] for a in norm)
+    mean = sum(a.sum(axis=1, dtype=np.float64) for a in norm) / total
+    variance = sum(np.square(a.astype(np.float64) - mean[:, None]).sum(axis=1) for a in norm)
+    variance = variance / total
+    with np.errstate(divide="ignore"):
+        log_variance = np.where(variance > 0, np.log(np.maximum(variance, 1e-300)), -math.inf)
+    result = {"np": out["np"], "variance": variance, "log_variance": log_variance}
+    if dgp:
+        result["dgp"] = out["dgp"]
+    return result
+
+
+def _stacked_accuracy(model: Any, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    """Test accuracy of every stacked model (the same images for all)."""
+    correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
+    with torch.no_grad():
+        for start in range(0, len(x), _TEST_CHUNK):
+            logits = model(x[start : start + _TEST_CHUNK])
+            correct += (logits.argmax(-1) == y[start : start + _TEST_CHUNK]).sum(1)
+    return correct.cpu().numpy() / len(x)
+
+
+class StackedCurveRecorder:
+    """``train_mlp_seeds`` callback: :class:`~dgpbench.analysis.curves.CurveRecorder`'s rows
+    for every seed, computed together.
+
+    Parameters
+    ----------
+    infos : sequence of dict
+        Per seed, the constant columns of its rows (``run`` and ``run_info`` of the run).
+    x_test, y_test : array-like, optional
+        Test images and labels for ``test_accuracy`` (NaN without them).
+    p : float, default=2
+    dgp : bool, default=True
+    skip_initial : bool, default=True
+        Record nothing at epoch 0 (the curves leave the initialisation out).
+    """
+
+    def __init__(
+        self,
+        infos: Sequence[dict[str, Any]],
+        x_test: Any = None,
+        y_test: Any = None,
+        *,
+        p: float = 2.0,
+        dgp: bool = True,
+        skip_initial: bool = True,
+    ):
+        self.infos = [dict(i) for i in infos]
+        self.x_test, self.y_test = (None, None) if x_test is None else _test_tensors(x_test, y_test)
+        self.p = p
+        self.dgp = dgp
+        self.skip_initial = skip_initial
+        self.rows: list[list[dict[str, Any]]] = [[] for _ in self.infos]
+
+    def __call__(self, epoch: float, model: Any, rows: Sequence[dict[str, Any]]) -> None:
+        if self.skip_initial and epoch == 0:
+            return
+        if model.n_models != len(self.infos) or len(rows) != len(self.infos):
+            raise ValueError(f"{model.n_models} stacked models for {len(self.infos)} infos")
+        weights = [w.detach().cpu().numpy() for w in model.weights]
+        values = stacked_criteria(weights, p=self.p, dgp=self.dgp)
+        if self.x_test is not None:
+            dev = model.weights[0].device
+            if self.x_test.device != dev:  # moved once, not at every evaluation
+                self.x_test, self.y_test = self.x_test.to(dev), self.y_test.to(dev)
+            acc = _stacked_accuracy(model, self.x_test, self.y_test)
+        else:
+            acc = np.full(len(self.infos), np.nan)
+        for k, info in enumerate(self.infos):
+            self.rows[k].append(
+                {
+                    **info,
+                    "epoch": float(epoch),
+                    **{name: float(v[k]) for name, v in values.items()},
+                    "test_accuracy": float(acc[k]),
+                    "val_accuracy": float(rows[k].get("val_acc", np.nan)),
+                    "val_loss": float(rows[k].get("val_loss", np.nan)),
+                }
+            )
+
+    def frame(self, k: int) -> pd.DataFrame:
+        """The rows of seed ``k`` (one per evaluation)."""
+        return pd.DataFrame(self.rows[k])
+
+
+def train_analysis_seeds(
+    x_train: Any,
+    y_train: Any,
+    arch: Any,
+    config: Any,
+    seeds: Sequence[int],
+    out_dirs: Sequence[str | os.PathLike[str]],
+    *,
+    dataset: str,
+    x_test: Any = None,
+    y_test: Any = None,
+    runs: Sequence[str] | None = None,
+    curves: bool = True,
+    device: Any = "cpu",
+) -> list[Path]:
+    """Train the seeds of one analysis architecture together; write each seed's files.
+
+    Parameters
+    ----------
+    x_train, y_train : array-like
+        The training split (``config.val_fraction`` of it is held out for validation).
+    arch : dgpbench.models.ArchConfig
+        The architecture (batch norm and dropout included).
+    config : dgpbench.models.TrainConfig
+        E.g. :func:`dgpbench.models.analysis_config`; its ``seed`` is each of ``seeds``.
+    seeds : sequence of int
+        Distinct model seeds.
+    out_dirs : sequence of path-like
+        One folder per seed: ``model.pt``, ``metrics.csv``, ``split.npz`` and, with
+        ``curves``, ``curves.csv`` (what ``dgpbench analysis train --curves`` writes).
+    dataset : str
+        Data set name, stored in the checkpoints and the curves.
+    x_test, y_test : array-like, optional
+        Test split for ``test_accuracy`` (NaN without it).
+    runs : sequence of str, optional
+        The ``run`` column of each seed's curves (default ``<dataset>/<folder name>``).
+    curves : bool, default=True
+        Record and write the curves.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+
+    Returns
+    -------
+    list of pathlib.Path
+        Each seed's ``model.pt``.
+
+    Raises
+    ------
+    ValueError
+        On a number of run ids other than the number of folders, or anything
+        :func:`dgpbench.training.train_mlp_seeds` refuses.
+    """
+    from dgpbench.training import train_mlp_seeds
+
+    outs = [Path(d) for d in out_dirs]
+    runs = list(runs) if runs is not None else [f"{dataset}/{d.name}" for d in outs]
+    if len(runs) != len(outs) or len(seeds) != len(outs):
+        raise ValueError(
+            f"got {len(seeds)} seeds, {len(outs)} output folders and {len(runs)} run ids; "
+            "give one of each per seed"
+        )
+    recorder = None
+    if curves:
+        infos = []
+        for seed, run in zip(seeds, runs, strict=True):
+            meta = {
+                "arch": dataclasses.asdict(arch),
+                "train_config": dataclasses.asdict(dataclasses.replace(config, seed=seed)),
+            }
+            info = run_info({**meta, "dataset": dataset})
+            info.pop("epoch")
+            infos.append({"run": run, **info})
+        recorder = StackedCurveRecorder(infos, x_test, y_test)
+    finals = train_mlp_seeds(
+        x_train,
+        y_train,
+        arch,
+        config,
+        seeds,
+        outs,
+        dataset=dataset,
+        progress=False,
+        device=device,
+        callback=recorder,
+    )
+    models = []
+    for k, (final, out) in enumerate(zip(finals, outs, strict=True)):
+        if recorder is not None:
+            write_csv(out / "curves.csv", tidy_run_columns(recorder.frame(k)), float_format="%.8g")
+        os.replace(final, out / "model.pt")  # a stable name for the workflow
+        models.append(out / "model.pt")
+    log.info("trained %d seeds of %s", len(outs), arch)
+    return models
+
+
+# --------------------------------------------------------------------------------------------
+# `dgpbench analysis train-seeds`
+# --------------------------------------------------------------------------------------------
+
+
+def _train_seeds_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, help="digits, mnist, fashion-mnist, emnist, ...")
+    p.add_argument("--data-root", default=None, help="torchvision data root")
+    p.add_argument("--download", action="store_true", help="download missing data (network)")
+    p.add_argument("--layers", type=int, required=True, help="linear maps (1: linear classifier)")
+    p.add_argument("--hidden", type=int, default=None, help="hidden units (unless --layers 1)")
+    p.add_argument("--activation", default="relu", help="relu or tanh")
+    p.add_argument("--batchnorm", action="store_true", help="batch norm after hidden maps")
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout after hidden activations")
+    p.add_argument("--seeds", type=int, nargs="+", required=True, help="model seeds")
+    p.add_argument("--out-dirs", nargs="+", required=True, help="one output folder per seed")
+    p.add_argument("--runs", nargs="+", default=None, help="run ids (default <dataset>/<dir>)")
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--checkpoints-per-epoch", type=int, default=4)
+    p.add_argument("--no-curves", action="store_true", help="do not record the curves")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+
+
+def _train_seeds(args: argparse.Namespace) -> None:
+    from dgpbench.data import load_dataset, n_classes
+    from dgpbench.models import ArchConfig, analysis_config
+
+    if len(args.out_dirs) != len(args.seeds):
+        raise ValueError(f"got {len(args.out_dirs)} --out-dirs for {len(args.seeds)} --seeds")
+    if args.runs is not None and len(args.runs) != len(args.seeds):
+        raise ValueError(f"got {len(args.runs)} --runs for {len(args.seeds)} --seeds")
+    x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
+    # A linear classifier has no hidden layer: the stored width is a placeholder.
+    hidden = args.hidden if args.hidden is not None or args.layers > 1 else 1
+    arch = ArchConfig(
+        n_inputs=int(np.prod(x.shape[1:])),
+        hidden=hidden,
+        n_layers=args.layers,
+        n_classes=n_classes(args.dataset, args.data_root),
+        activation=args.activation,
+        batchnorm=args.batchnorm,
+        dropout=args.dropout,
+    )
+    config = analysis_config(
+        args.dataset,
+        lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        checkpoints_per_epoch=args.checkpoints_per_epoch,
+        keep="last",  # the curves replace the 160 kept checkpoints of the paper's setup
+        threads=args.threads,
+    )
+    x_test = y_test = None
+    if not args.no_curves:
+        x_test, y_test = load_dataset(args.dataset, args.data_root, "test", download=args.download)
+    train_analysis_seeds(
+        x,
+        y,
+        arch,
+        config,
+        args.seeds,
+        args.out_dirs,
+        dataset=args.dataset,
+        x_test=x_test,
+        y_test=y_test,
+        runs=args.runs,
+        curves=not args.no_curves,
+        device=args.device,
+    )
+
+
+# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
+COMMANDS = {"train-seeds": (_train_seeds_args, _train_seeds)}
