@@ -124,8 +124,8 @@ def save_autoencoder(path: str | os.PathLike, est: TAEFeatures | UAEFeatures) ->
     """
     import torch
 
-    from dgpbench.io import atomic_path
     from dgpbench.checkpoints import _weights_digest
+    from dgpbench.io import atomic_path
 
     check_is_fitted(est, "encoder_")
     state = {
