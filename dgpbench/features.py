@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import re
 from numbers import Integral
 from typing import Any, ClassVar
@@ -97,22 +96,12 @@ def _flatten_images(X: Any, input_shape: tuple[int, ...] | None = None) -> Any:
 
 
 def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
-    """Return the torch module held by ``model`` (a module, or a checkpoint path) and its
-    image shape ``(C, H, W)`` when a checkpoint of a built-in data set tells it."""
-    if model is None:
-        raise ValueError("model is None: pass a trained torch MLP or a checkpoint path")
-    if isinstance(model, str | os.PathLike):
-        from dgpbench.data import DATASETS, image_shape
-        from dgpbench.models import load_checkpoint, model_arch
+    """Return the torch module held by ``model`` (a module, a checkpoint or ``.pt2`` path, or
+    ``package.module:factory``; see :mod:`dgpbench.model_specs`) and its input shape when
+    the file tells it."""
+    from dgpbench.model_specs import load_model
 
-        module, meta = load_checkpoint(model)
-        dataset = meta.get("dataset")
-        shape = image_shape(dataset) if dataset in DATASETS else None
-        n_inputs = model_arch(meta["arch"], meta.get("kind", "mlp")).n_inputs
-        if shape is not None and int(np.prod(shape)) != n_inputs:
-            shape = None
-        return module, shape
-    return model, None
+    return load_model(model)
 
 
 class _MLPFeatures(TransformerMixin, BaseEstimator):

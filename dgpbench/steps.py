@@ -15,7 +15,7 @@ import pandas as pd
 
 from dgpbench._device import DEVICE_OPTIONS
 from dgpbench._validation import check_int
-from dgpbench.commands import SUBCOMMANDS
+from dgpbench.commands import SUBCOMMANDS, CommandError
 from dgpbench.io import load_npz, save_npz, write_csv
 from dgpbench.naming import ModelId, feature_key, parse_feature_key, parse_model_id
 
@@ -217,9 +217,15 @@ _METHOD_HELP = (
 )
 
 
+_MODEL_HELP = (
+    "the network: a dgpbench checkpoint (.pt), a torch.export program (.pt2, read without "
+    "running code) or 'package.module:factory' (a function returning it; runs that code)"
+)
+
+
 def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", required=True, help=_METHOD_HELP)
-    p.add_argument("--model", required=True, help="model checkpoint (.pt)")
+    p.add_argument("--model", required=True, help=_MODEL_HELP)
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
     p.add_argument("--batch-size", type=_positive_int, default=256)
@@ -277,9 +283,14 @@ def _features(args: argparse.Namespace) -> None:
 # score: one real batch from the command line
 # --------------------------------------------------------------------------------------------
 def _score_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="model checkpoint (.pt)")
-    p.add_argument("--refs", required=True, help=".npz with labelled images x, y: class means")
-    p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
+    p.add_argument(
+        "--detector",
+        default=None,
+        help="a detector saved by `dgpbench fit` (replaces --refs, --clean)",
+    )
+    p.add_argument("--model", default=None, help=_MODEL_HELP)
+    p.add_argument("--refs", default=None, help=".npz with labelled images x, y: class means")
+    p.add_argument("--clean", default=None, help=".npz with images x: clean reference batch")
     p.add_argument("--batch", required=True, help=".npz with images x: the batch under test")
     p.add_argument("--method", default="dgp", help=_METHOD_HELP + " (default: dgp)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level")
@@ -294,23 +305,25 @@ def _score(args: argparse.Namespace) -> int:
     import json
 
     from dgpbench.data import load_npz_images
-    from dgpbench.detection import KSShiftDetector
-    from dgpbench.features import make_features
     from dgpbench.models import torch_threads
+    from dgpbench.saved import load_detector
 
-    # Every file is read (and checked) before the model runs, so a bad one fails at once.
-    x_refs, y_refs = load_npz_images(args.refs, labels=True)
-    x_clean = load_npz_images(args.clean)
-    x_batch = load_npz_images(args.batch)
-    correction = None if args.correction == "none" else args.correction
-    detector = KSShiftDetector(alpha=args.alpha, correction=correction)
-    with torch_threads(args.threads):
-        feats = make_features(
-            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
-        )
-        feats.fit(x_refs, y_refs)
-        detector.fit(feats.transform(x_clean))
-        result = detector.test(feats.transform(x_batch))
+    if args.detector is not None:
+        x_batch = load_npz_images(args.batch)
+        with torch_threads(args.threads):
+            fitted = load_detector(args.detector, model=args.model)
+            feats = fitted.features
+            result = fitted.test(x_batch)
+        args.method = fitted.info.get("method", "?")
+        args.alpha, args.correction = result.alpha, str(result.correction or "none")
+        n_refs = fitted.info.get("n_refs")
+    else:
+        x_batch = load_npz_images(args.batch)  # read before the long fit: fail early
+        fitted = _fit_detector(args)
+        with torch_threads(args.threads):
+            feats = fitted.features
+            result = fitted.test(x_batch)
+        n_refs = fitted.info["n_refs"]
     names = (
         feats.get_feature_names_out()
         if hasattr(feats, "get_feature_names_out")
@@ -332,7 +345,7 @@ def _score(args: argparse.Namespace) -> int:
         "alpha": args.alpha,
         "correction": args.correction,
         "method": args.method,
-        "n_refs": len(x_refs),
+        "n_refs": n_refs,
         "n_clean": result.n_ref,
         "n_batch": result.n,
     }
@@ -345,11 +358,80 @@ def _score(args: argparse.Namespace) -> int:
             f"(alpha {args.alpha:g}, correction {args.correction}, {result.n_features} features)"
         )
         print(
-            f"method {args.method}; {len(x_refs)} reference, {result.n_ref} clean and "
+            f"method {args.method}; {n_refs} reference, {result.n_ref} clean and "
             f"{result.n} test images\n"
         )
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 1 if result.is_drift else 0
+
+
+def _fit_detector(args: argparse.Namespace) -> object:
+    """Fit features + KS detector from --model, --refs, --clean (shared by `fit` and `score`)."""
+    from dgpbench.data import load_npz_images
+    from dgpbench.detection import KSShiftDetector
+    from dgpbench.features import make_features
+    from dgpbench.models import torch_threads
+    from dgpbench.saved import FittedDetector
+
+    missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k) is None]
+    if args.refs is None and args.method != "softmax":
+        missing.append("--refs")
+    if missing:
+        hint = "" if args.command == "fit" else "; or pass --detector from `dgpbench fit`"
+        raise CommandError(
+            f"missing {', '.join(missing)} (--refs may be left out for --method softmax only{hint})"
+        )
+    # Every file is read (and checked) before the model runs, so a bad one fails at once.
+    x_clean = load_npz_images(args.clean)
+    if args.refs is None:  # softmax: the class means are unused, no labels needed
+        x_refs, y_refs = x_clean, None
+    elif args.method == "softmax" and "y" not in load_npz(args.refs):
+        x_refs, y_refs = load_npz_images(args.refs), None
+    else:
+        x_refs, y_refs = load_npz_images(args.refs, labels=True)
+    correction = None if args.correction == "none" else args.correction
+    detector = KSShiftDetector(alpha=args.alpha, correction=correction)
+    with torch_threads(args.threads):
+        feats = make_features(
+            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
+        )
+        feats.fit(x_refs, y_refs)
+        detector.fit(feats.transform(x_clean))
+    info = {"method": args.method, "n_refs": len(x_refs), "labelled_refs": y_refs is not None}
+    return FittedDetector(feats, detector, info)
+
+
+# --------------------------------------------------------------------------------------------
+# fit: save a detector for `dgpbench score --detector`
+# --------------------------------------------------------------------------------------------
+def _fit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help=_MODEL_HELP)
+    p.add_argument(
+        "--refs",
+        default=None,
+        help=".npz with labelled images x, y: class means (optional for --method softmax)",
+    )
+    p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
+    p.add_argument(
+        "--method",
+        default="dgp",
+        help="softmax, tu, tu_norm, magdiff, magdiff_signed, dgp or dgp_nonorm (default: dgp)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
+    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
+    p.add_argument("--out", required=True, help="the detector file to write (.npz)")
+
+
+def _fit(args: argparse.Namespace) -> None:
+    from dgpbench.saved import save_detector
+
+    fitted = _fit_detector(args)
+    save_detector(args.out, fitted, model=args.model)
+    log.info(
+        "%s detector (%d reference images) -> %s", args.method, fitted.info["n_refs"], args.out
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -623,6 +705,11 @@ SUBCOMMANDS.update(
             "Test one batch of images for covariate shift (exit 0 = no shift, 1 = shift).",
             _score_args,
             _score,
+        ),
+        "fit": (
+            "Fit a detector on reference images and save it for `score --detector`.",
+            _fit_args,
+            _fit,
         ),
         "aggregate": ("Concatenate bootstrap records.", _aggregate_args, _aggregate),
         "tables": ("Write the paper's tables (CSV, Markdown, LaTeX).", _tables_args, _tables),
