@@ -160,6 +160,12 @@ def _gelu(node: dict, _: Any) -> nn.Module:
     return nn.GELU(approximate=str(_arg(node, "approximate", 1, "none")))
 
 
+def _dropout(node: dict, _: Any) -> nn.Module:
+    if _arg(node, "train", 2, False):
+        raise ExportedModelError("dropout exported in training mode: export the model in eval()")
+    return nn.Identity()
+
+
 _OPS: dict[str, Callable[[dict, Any], nn.Module]] = {
     "torch.ops.aten.linear.default": _linear,
     "torch.ops.aten.conv2d.default": _conv2d,
@@ -172,7 +178,7 @@ _OPS: dict[str, Callable[[dict, Any], nn.Module]] = {
     "torch.ops.aten.leaky_relu.default": _leaky_relu,
     "torch.ops.aten.gelu.default": _gelu,
     # eval-mode identities
-    "torch.ops.aten.dropout.default": lambda node, _: nn.Identity(),
+    "torch.ops.aten.dropout.default": _dropout,
     "torch.ops.aten.clone.default": lambda node, _: nn.Identity(),
     "torch.ops.aten.contiguous.default": lambda node, _: nn.Identity(),
 }
@@ -368,11 +374,8 @@ def _build(
                 f"{', '.join(supported)}); re-export an nn.Sequential of such layers or pass "
                 "the model as 'package.module:factory'"
             )
-        source = (
-            _arg(node, "input", 0)
-            if target.endswith(("linear.default", "conv2d.default"))
-            else _arg(node, "self", 0)
-        )
+        inputs = node.get("inputs") or [{}]
+        source = _value(inputs[0].get("arg", {}))  # every supported op takes its input first
         outs = node.get("outputs", [])
         if source != ("tensor", current) or len(outs) != 1 or "as_tensor" not in outs[0]:
             raise ExportedModelError(
