@@ -11,7 +11,9 @@ image, the vector of L2 distances from its raw representation to each class mean
 Images are ``(N, C, H, W)`` (channels first, as torchvision and :mod:`dgpbench.data` give
 them), ``(N, H, W)`` or already flattened ``(N, D)``. A multi-channel batch that looks
 channels-last ``(N, H, W, C)``, or whose shape differs from the image shape a checkpoint
-records, is refused rather than flattened in the wrong pixel order.
+records, is refused rather than flattened in the wrong pixel order. One scale rule holds for
+arrays and ``.npz`` files (:func:`dgpbench.data.load_npz_images`): ``uint8`` pixels are
+divided by 255, any other dtype is taken as given (the scale the model was trained on).
 
 Raw representations:
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import warnings
 from numbers import Integral
 from typing import Any, ClassVar
 
@@ -163,6 +166,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         convention), run the model's body if it has one, and check the MLP's input size."""
         shape = getattr(X, "shape", None)
         X = _flatten_images(X, getattr(self, "input_shape_", None))
+        if getattr(X, "dtype", None) == np.uint8:  # the .npz rule (dgpbench.data): 0-255 pixels
+            X = np.asarray(X).astype(np.float32) / np.float32(255.0)
         out = validate_data(self, X, y, reset=reset, dtype=np.float32)
         with_y = not (isinstance(y, str) and y == "no_validation")
         X = out[0] if with_y else out
@@ -188,12 +193,15 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
             Reference images (the paper uses 1000 labelled training images), in the scale the
-            model was trained on ([0, 1] for dgpbench models).
+            model was trained on ([0, 1] for dgpbench models). ``uint8`` images are divided
+            by 255, as ``.npz`` batches are (one scale rule for files and arrays).
         y : array-like of shape (n_samples,), default=None
             Class labels. ``None`` groups the images by the model's predicted class
             (``argmax`` of its outputs) instead: a departure from the paper, which uses true
             labels, for users without labelled references. Classes the model never predicts
-            on ``X`` then get no mean (and no distance column).
+            on ``X`` then get no mean (and no distance column); with ``"distances"`` a
+            warning names the classes, as it does for labels that miss some of the model's
+            classes.
 
         Returns
         -------
@@ -202,12 +210,14 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         """
         module, self.input_shape_ = _load_model(self.model)
         self.body_, self.graph_ = split_network(module, device=self.device)
-        if y is None:
+        predicted = y is None
+        if predicted:
             X = self._validate_input(X, reset=True)
             y = self._predict_classes(X)
         else:
             X, y = self._validate_input(X, y, reset=True)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
+        self._warn_missing_classes(labelled=not predicted)
         blocks = self._raw_blocks(X)
         self.class_means_ = [
             np.stack([b[y_idx == k].mean(axis=0) for k in range(len(self.classes_))])
@@ -220,13 +230,32 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         )
         return self
 
+    def _warn_missing_classes(self, *, labelled: bool) -> None:
+        """Warn when the references leave out some of the model's classes: those get no
+        class mean, so the features have fewer distance columns than the model has outputs."""
+        if self.representation != "distances" or self.classes_.dtype.kind not in "iu":
+            return
+        n_out = self.graph_.n_outputs
+        if self.classes_.min() < 0 or self.classes_.max() >= n_out:
+            return  # labels are not output indices: nothing to compare with
+        missing = sorted(set(range(n_out)) - {int(c) for c in self.classes_})
+        if missing:
+            why = "the reference labels have" if labelled else "the model predicts"
+            warnings.warn(
+                f"{why} no image of class{'es' if len(missing) > 1 else ''} {missing} "
+                f"(the model has {n_out} outputs): the features get {len(self.classes_)} "
+                f"distance columns, not {n_out}",
+                UserWarning,
+                stacklevel=3,
+            )
+
     def transform(self, X: Any) -> np.ndarray:
         """Compute the features of every image.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
-            Images (numpy or torch).
+            Images (numpy or torch); ``uint8`` pixels are divided by 255.
 
         Returns
         -------
