@@ -1,8 +1,9 @@
 """scikit-learn transformers that turn images into shift-detection features via a trained MLP.
 
 Each transformer holds a trained torch MLP (``model``: an ``nn.Sequential`` of ``nn.Linear``
-and element-wise activations, or the path of a dgpbench checkpoint) and follows the paper's
-recipe (Section 5.2, "Method"): ``fit(X, y)`` computes a *raw representation* of every
+and element-wise activations, or a reference of :mod:`dgpbench.model_specs`: a dgpbench
+checkpoint, a ``torch.export`` ``.pt2`` file or ``package.module:factory``) and follows the
+paper's recipe (Section 5.2, "Method"): ``fit(X, y)`` computes a *raw representation* of every
 labelled reference image and stores the per-class means; ``transform(X)`` returns, for every
 image, the vector of L2 distances from its raw representation to each class mean
 (``representation="distances"``, the default), or the raw representation itself
@@ -315,7 +316,9 @@ class DGPFeatures(_MLPFeatures):
     ----------
     model : torch.nn.Sequential or path-like
         A trained MLP (``nn.Linear`` layers and element-wise activations), a network ending
-        in one (e.g. a CNN) or a ``(body, head)`` pair, or the path of a dgpbench checkpoint.
+        in one (e.g. a CNN) or a ``(body, head)`` pair, the path of a dgpbench checkpoint or
+        of a ``torch.export`` program (``.pt2``), or ``package.module:factory`` (see
+        :mod:`dgpbench.model_specs`).
     standardize : bool, default=True
         Standardise each signed layer of the activation graph (subtract its mean, divide by
         its standard deviation). ``False`` is the ablation "DGP (- norm)".
@@ -423,8 +426,9 @@ class TUFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
-        dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
+        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
+        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
     standardize : bool, default=False
         Standardise each signed layer first: the ablation "TU (+ norm)". As in the authors'
         code it divides by numpy's ``std()`` (``ddof=0``) + 1e-8, unlike DGP's unbiased one.
@@ -522,8 +526,9 @@ class MAGDiffFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
-        dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
+        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
+        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
     signed : bool, default=False
         Use the signed last-layer graph (the authors' code; workflow method
         ``magdiff_signed``) instead of the absolute one (``magdiff``).
@@ -609,8 +614,9 @@ class SoftmaxFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
-        dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
+        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
+        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
     representation : {"softmax", "distances"}, default="softmax"
         The softmax vector itself (the paper's baseline), or its distances to the class
         means of the reference images.
