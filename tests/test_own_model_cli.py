@@ -7,12 +7,15 @@ exit status is the one its comment promises (``# exit status N``; 0 otherwise).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -100,23 +103,23 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     script = cwd / "make.py"
     script.write_text(_blocks()[0][1])
     subprocess.run([sys.executable, str(script)], cwd=cwd, env=_env({}), check=True, timeout=300)
-    _run_shell_line(
-        "dgpbench fit --model cnn.pt2 --refs refs.npz --clean clean.npz --method softmax "
-        "--out sm.npz",
-        cwd,
+    assert (
+        _cli(
+            cwd, *"fit --model cnn.pt2 --clean clean.npz --method softmax --out sm.npz".split()
+        ).returncode
+        == 0
     )
     return cwd
 
 
-def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "dgpbench", *args],
-        cwd=cwd,
-        env=_env({}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def _cli(cwd: Path, *args: str) -> SimpleNamespace:
+    """Run ``dgpbench ARGS`` in this process (no interpreter start-up) in folder ``cwd``."""
+    from dgpbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_saved_detector_gives_the_one_call_result(workdir: Path) -> None:
@@ -187,3 +190,23 @@ def test_factory_import_error_is_clear(workdir: Path) -> None:
     assert proc.returncode == 2
     assert "cannot import module 'no_such_pkg_xyz.models'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_features_subcommand_takes_a_pt2(workdir: Path) -> None:
+    """`dgpbench features --model x.pt2` gives the Python API's features of the exported net."""
+    import numpy as np
+
+    from dgpbench import SoftmaxFeatures
+    from dgpbench.exported import load_exported
+
+    refs = np.load(workdir / "refs.npz")
+    x_test = np.load(workdir / "batch.npz")["x"]
+    np.savez(workdir / "sets.npz", x_ref=refs["x"], y_ref=refs["y"], x_test=x_test)
+    proc = _cli(
+        workdir, "features", "--method", "softmax", "--model", "cnn.pt2", "--clean", "sets.npz",
+        "--out", "feats.npz",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    module, _ = load_exported(workdir / "cnn.pt2")
+    want = SoftmaxFeatures(module).fit(refs["x"], refs["y"]).transform(x_test)
+    np.testing.assert_array_equal(np.load(workdir / "feats.npz")["clean"], want)
