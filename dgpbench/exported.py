@@ -323,8 +323,37 @@ def load_exported(path: str | os.PathLike[str]) -> tuple[nn.Sequential, tuple[in
                 f"{path}: the program has constants (tensor constants or custom objects), "
                 "which dgpbench does not read; export a plain nn.Sequential"
             )
+        _signature(program, path)  # refuse buffers etc. before reading any weight
         weights = _read_weights(archive, name)
     return _build(program, weights, path)
+
+
+def _signature(program: dict[str, Any], path: Path) -> tuple[dict[str, str], list[str], list]:
+    """Parameter names by graph input, the user inputs and the outputs of a program."""
+    try:
+        signature = program["graph_module"]["signature"]
+        params: dict[str, str] = {}
+        user_inputs = []
+        for spec in signature.get("input_specs", []):
+            if "parameter" in spec:
+                params[spec["parameter"]["arg"]["name"]] = spec["parameter"]["parameter_name"]
+            elif "user_input" in spec:
+                user_inputs.append(spec["user_input"]["arg"]["as_tensor"]["name"])
+            else:
+                kind = next(iter(spec), "?")
+                raise ExportedModelError(
+                    f"{path}: input of kind {kind!r} (e.g. a BatchNorm buffer) is not "
+                    "supported; export a network of linear, convolution, pooling and "
+                    "activation layers, or pass it as 'package.module:factory'"
+                )
+        outputs = signature.get("output_specs", [])
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ExportedModelError(f"{path}: malformed program signature ({exc})") from exc
+    if len(user_inputs) != 1 or len(outputs) != 1 or "user_output" not in outputs[0]:
+        raise ExportedModelError(
+            f"{path}: the program must take one input tensor and return one output tensor"
+        )
+    return params, user_inputs, outputs
 
 
 def _build(
@@ -332,27 +361,9 @@ def _build(
 ) -> tuple[nn.Sequential, tuple[int, ...] | None]:
     try:
         graph = program["graph_module"]["graph"]
-        signature = program["graph_module"]["signature"]
     except (KeyError, TypeError) as exc:
         raise ExportedModelError(f"{path}: the program has no graph ({exc})") from exc
-    params: dict[str, str] = {}
-    user_inputs = []
-    for spec in signature.get("input_specs", []):
-        if "parameter" in spec:
-            params[spec["parameter"]["arg"]["name"]] = spec["parameter"]["parameter_name"]
-        elif "user_input" in spec:
-            user_inputs.append(spec["user_input"]["arg"]["as_tensor"]["name"])
-        else:
-            kind = next(iter(spec), "?")
-            raise ExportedModelError(
-                f"{path}: input of kind {kind!r} (e.g. a BatchNorm buffer) is not supported; "
-                "export a network of linear, convolution, pooling and activation layers"
-            )
-    outputs = signature.get("output_specs", [])
-    if len(user_inputs) != 1 or len(outputs) != 1 or "user_output" not in outputs[0]:
-        raise ExportedModelError(
-            f"{path}: the program must take one input tensor and return one output tensor"
-        )
+    params, user_inputs, outputs = _signature(program, path)
 
     def weight(ref: Any) -> torch.Tensor:
         if not (isinstance(ref, tuple) and ref[0] == "tensor" and ref[1] in params):

@@ -247,7 +247,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
                 f"(the model has {n_out} outputs): the features get {len(self.classes_)} "
                 f"distance columns, not {n_out}",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,  # the caller of fit (through scikit-learn's fit wrapper)
             )
 
     def transform(self, X: Any) -> np.ndarray:

@@ -198,7 +198,7 @@ def test_unsupported_ops_named(tmp_path: Path) -> None:
     with pytest.raises(ExportedModelError, match=r"aten\.add"):
         load_exported(_save(Residual(), tmp_path / "r.pt2", (4,)))
     bn = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(72, 3))
-    with pytest.raises(ExportedModelError):
+    with pytest.raises(ExportedModelError, match="BatchNorm buffer"):
         load_exported(_save(bn, tmp_path / "bn.pt2", (1, 8, 8)))
 
 
