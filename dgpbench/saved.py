@@ -129,8 +129,11 @@ def _load_class(path: str) -> type:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"detector file names class {path!r}, which does not exist") from exc
-    if not isinstance(cls, type):
-        raise ValueError(f"detector file names {path!r}, which is not a class")
+    from sklearn.base import BaseEstimator
+
+    # Only estimators: their constructors store parameters and do nothing else.
+    if not (isinstance(cls, type) and issubclass(cls, BaseEstimator)):
+        raise ValueError(f"detector file names {path!r}, which is not a dgpbench estimator")
     return cls
 
 

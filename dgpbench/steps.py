@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,9 @@ from dgpbench._validation import check_int
 from dgpbench.commands import SUBCOMMANDS, CommandError
 from dgpbench.io import load_npz, save_npz, write_csv
 from dgpbench.naming import ModelId, feature_key, parse_feature_key, parse_model_id
+
+if TYPE_CHECKING:
+    from dgpbench.saved import FittedDetector
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +290,8 @@ def _score_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--detector",
         default=None,
-        help="a detector saved by `dgpbench fit` (replaces --refs, --clean)",
+        help="a detector saved by `dgpbench fit`: replaces --refs and --clean, and its "
+        "method, alpha and correction are the fitted ones (--model only if the model moved)",
     )
     p.add_argument("--model", default=None, help=_MODEL_HELP)
     p.add_argument("--refs", default=None, help=".npz with labelled images x, y: class means")
@@ -365,7 +370,7 @@ def _score(args: argparse.Namespace) -> int:
     return 1 if result.is_drift else 0
 
 
-def _fit_detector(args: argparse.Namespace) -> object:
+def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     """Fit features + KS detector from --model, --refs, --clean (shared by `fit` and `score`)."""
     from dgpbench.data import load_npz_images
     from dgpbench.detection import KSShiftDetector
