@@ -87,14 +87,18 @@ def test_in_memory_model_needs_model_on_load(tmp_path: Path, data) -> None:
     assert loaded.test(data["batch"]).n == 30
 
 
-def test_foreign_class_in_file_not_imported(tmp_path: Path, checkpoint: Path, data) -> None:
-    """A file naming a class outside dgpbench is refused before anything is imported."""
+@pytest.mark.parametrize(
+    "name", ["os:system", "dgpbench.cnn:NetworkBody", "dgpbench.io:atomic_path"]
+)
+def test_foreign_class_in_file_not_imported(tmp_path: Path, checkpoint: Path, data, name) -> None:
+    """A file naming anything but a dgpbench estimator is refused (outside dgpbench: before
+    anything is imported)."""
     path = tmp_path / "det.npz"
     save_detector(path, _fit("softmax", str(checkpoint), data))
     with np.load(path) as store:
         arrays = {k: store[k] for k in store.files}
     meta = json.loads(str(arrays["__meta__"]))
-    meta["detector"]["class"] = "os:system"
+    meta["detector"]["class"] = name
     arrays["__meta__"] = np.array(json.dumps(meta))
     np.savez(path, **arrays)
     with pytest.raises(ValueError, match=r"not a dgpbench (class|estimator)"):
