@@ -1,6 +1,6 @@
 """docs/your-own-model.md, run as written: a user's own CNN, fitted and scored from the shell.
 
-Every code block of the page runs here in order (Python blocks as scripts, ``my_models.py``
+Every Python and shell block of the page runs here in order (Python blocks as scripts, ``my_models.py``
 written from the block that names it, each shell line as a command), and every command's
 exit status is the one its comment promises (``# exit status N``; 0 otherwise).
 """
@@ -86,7 +86,7 @@ def test_documented_two_commands_run(tmp_path: Path) -> None:
             )
             assert proc.returncode == 0, proc.stderr[-2000:]
             outputs.append(proc.stdout)
-        else:
+        elif kind == "bash":
             for line in text.splitlines():
                 if line.strip():
                     outputs.append(_run_shell_line(line, tmp_path).stdout)
