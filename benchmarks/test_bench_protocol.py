@@ -1,7 +1,7 @@
 """Speed of the bootstrap protocol against the straightforward one-``ks_2samp``-per-draw loop.
 
 One (model, method, corruption, intensity) cell of the paper's grid: 1000 clean test images,
-their corrupted twins, n in {10, 20, 50, 100, 200}, delta in {0.25, 0.5, 0.75}, 100 draws.
+their corrupted twins, n in {10, 20, 50, 100, 200}, delta in DELTAS {0.25, 0.5, 1.0}, 100 draws.
 The baseline runs the same draws (same indices) with one vectorised ``ks_2samp`` call per
 draw; the ratio is printed, not asserted.
 """

@@ -126,7 +126,9 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
 
 _ACCEPTED = (
     "Accepted: a checkpoint written by dgpbench.models.save_checkpoint or `dgpbench train`, "
-    "or the trained torch.nn.Sequential itself (load it in Python, then pass the module)"
+    "a torch.export program saved with torch.export.save (.pt2), "
+    "'package.module:factory' (a function returning the module; runs that code), "
+    "or, in Python, the trained torch.nn.Sequential itself"
 )
 
 

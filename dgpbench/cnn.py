@@ -17,9 +17,11 @@ explicitly (any ``nn.Module`` body, an MLP head). A body of identities only is n
 model is a plain MLP. The log says which layers form the graph (a warning when linear maps
 stay in the body).
 
-The body runs in float64 and its output is rounded to float32 (the head's input layer), as the
-MLP forward pass of :class:`dgpbench.graphs.MLPGraph` does for each layer, so a sample's
-features do not depend on the batch it is computed in.
+The body runs in float32 (torch's fast kernels; deterministic cuDNN on a GPU) on chunks of a
+fixed :attr:`NetworkBody.chunk` images, the last one padded with zeros: every sample goes
+through the same kernel call shape whatever batch it comes in, so its body output, and hence
+its features, do not depend on the batch (measured bit-identical; tests/test_cnn.py checks it).
+The head keeps the batch-independent MLP forward pass of :class:`dgpbench.graphs.MLPGraph`.
 
 :class:`CNNConfig` is the workflow's small CNN family (``models.kind: cnn``), defined in
 :mod:`dgpbench.architectures` and re-exported here with :func:`build_cnn`. It trains with the
@@ -28,10 +30,11 @@ MLPs' protocol (:func:`dgpbench.models.train_mlp`) and its checkpoints store ``k
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -48,41 +51,58 @@ __all__ = ["CNNConfig", "ImageReshape", "NetworkBody", "build_cnn", "split_netwo
 
 @dataclass(frozen=True, eq=False)
 class NetworkBody:
-    """The torch part of a network before its MLP head, run in float64.
+    """The torch part of a network before its MLP head, run in float32.
 
     Parameters
     ----------
     module : torch.nn.Module
-        The body (copied, converted to float64 and put in eval mode; the original is not
+        The body (copied, converted to float32 and put in eval mode; the original is not
         touched).
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where the body runs; its output comes back to the CPU.
+
+    Notes
+    -----
+    Samples go through the body in chunks of exactly :attr:`chunk` images (the last chunk
+    padded with zeros), so torch picks the same kernels for every sample and a sample's
+    output does not depend on the other samples of its batch, nor on ``batch_size``.
     """
 
     module: nn.Module
     device: str = "cpu"
 
+    #: Images per body call (fixed: the kernels torch picks depend on the call's shape).
+    chunk: ClassVar[int] = 64
+
     def __post_init__(self) -> None:
         device = resolve_device(self.device)
-        body = copy.deepcopy(self.module).to(torch.float64).to(device).eval()
+        body = copy.deepcopy(self.module).to(torch.float32).to(device).eval()
         object.__setattr__(self, "module", body)
         object.__setattr__(self, "device", str(device))
 
     def __call__(self, X: np.ndarray, *, batch_size: int = 256) -> np.ndarray:
-        """The body's output for a batch, rounded to float32, shape ``(N, head inputs)``.
+        """The body's output for a batch, float32, shape ``(N, head inputs)``.
+
+        ``batch_size`` is accepted for a uniform interface; the body always runs on
+        :attr:`chunk` images at a time.
 
         Raises
         ------
         ValueError
             If the body cannot take ``X`` or does not return one flat vector per sample.
         """
+        X = np.asarray(X, dtype=np.float32)
         parts = []
-        with torch.no_grad():
-            for start in range(0, max(len(X), 1), batch_size):
-                chunk = torch.from_numpy(np.asarray(X[start : start + batch_size], np.float64))
-                chunk = chunk.to(self.device)
+        # cuDNN's autotuner may pick other kernels per call: fix them (no-op on the CPU)
+        cuda = self.device.startswith("cuda")
+        flags = torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=True)
+        with torch.no_grad(), flags if cuda else contextlib.nullcontext():
+            for start in range(0, max(len(X), 1), self.chunk):
+                rows = X[start : start + self.chunk]
+                padded = torch.zeros((self.chunk, *X.shape[1:]), dtype=torch.float32)
+                padded[: len(rows)] = torch.from_numpy(np.array(rows))
                 try:
-                    out = self.module(chunk)
+                    out = self.module(padded.to(self.device))
                 except RuntimeError as exc:
                     raise ValueError(
                         f"the model's body cannot take input of shape {tuple(X.shape)} "
@@ -93,7 +113,7 @@ class NetworkBody:
                         f"the model's body returns shape {tuple(out.shape)}, not (N, features): "
                         "end it with nn.Flatten before the MLP head"
                     )
-                parts.append(out.cpu().numpy().astype(np.float32))
+                parts.append(out[: len(rows)].cpu().numpy().astype(np.float32, copy=False))
         return np.ascontiguousarray(np.concatenate(parts)[: len(X)])
 
     def __repr__(self) -> str:

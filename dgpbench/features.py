@@ -1,8 +1,9 @@
 """scikit-learn transformers that turn images into shift-detection features via a trained MLP.
 
 Each transformer holds a trained torch MLP (``model``: an ``nn.Sequential`` of ``nn.Linear``
-and element-wise activations, or the path of a dgpbench checkpoint) and follows the paper's
-recipe (Section 5.2, "Method"): ``fit(X, y)`` computes a *raw representation* of every
+and element-wise activations, or a reference of :mod:`dgpbench.model_specs`: a dgpbench
+checkpoint, a ``torch.export`` ``.pt2`` file or ``package.module:factory``) and follows the
+paper's recipe (Section 5.2, "Method"): ``fit(X, y)`` computes a *raw representation* of every
 labelled reference image and stores the per-class means; ``transform(X)`` returns, for every
 image, the vector of L2 distances from its raw representation to each class mean
 (``representation="distances"``, the default), or the raw representation itself
@@ -11,7 +12,9 @@ image, the vector of L2 distances from its raw representation to each class mean
 Images are ``(N, C, H, W)`` (channels first, as torchvision and :mod:`dgpbench.data` give
 them), ``(N, H, W)`` or already flattened ``(N, D)``. A multi-channel batch that looks
 channels-last ``(N, H, W, C)``, or whose shape differs from the image shape a checkpoint
-records, is refused rather than flattened in the wrong pixel order.
+records, is refused rather than flattened in the wrong pixel order. One scale rule holds for
+arrays and ``.npz`` files (:func:`dgpbench.data.load_npz_images`): ``uint8`` pixels are
+divided by 255, any other dtype is taken as given (the scale the model was trained on).
 
 Raw representations:
 
@@ -32,7 +35,7 @@ body's output as the input layer; Softmax uses the whole network.
 
 from __future__ import annotations
 
-import os
+import warnings
 from numbers import Integral
 from typing import Any, ClassVar
 
@@ -118,22 +121,12 @@ def _expects_channels(module: Any) -> bool:
 
 
 def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
-    """Return the torch module held by ``model`` (a module, or a checkpoint path) and its
-    image shape ``(C, H, W)`` when a checkpoint of a built-in data set tells it."""
-    if model is None:
-        raise ValueError("model is None: pass a trained torch MLP or a checkpoint path")
-    if isinstance(model, str | os.PathLike):
-        from dgpbench.data import DATASETS, image_shape
-        from dgpbench.models import load_checkpoint, model_arch
+    """Return the torch module held by ``model`` (a module, a checkpoint or ``.pt2`` path, or
+    ``package.module:factory``; see :mod:`dgpbench.model_specs`) and its input shape when
+    the file tells it."""
+    from dgpbench.model_specs import load_model
 
-        module, meta = load_checkpoint(model)
-        dataset = meta.get("dataset")
-        shape = image_shape(dataset) if dataset in DATASETS else None
-        n_inputs = model_arch(meta["arch"], meta.get("kind", "mlp")).n_inputs
-        if shape is not None and int(np.prod(shape)) != n_inputs:
-            shape = None
-        return module, shape
-    return model, None
+    return load_model(model)
 
 
 class _MLPFeatures(TransformerMixin, BaseEstimator):
@@ -209,6 +202,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
                 f"X has images of shape {tuple(shape[1:])} but the transformer was fitted on "
                 f"images of shape {self.image_shape_}: pass images in the layout used in fit"
             )
+        if getattr(X, "dtype", None) == np.uint8:  # the .npz rule (dgpbench.data): 0-255 pixels
+            X = np.asarray(X).astype(np.float32) / np.float32(255.0)
         out = validate_data(self, X, y, reset=reset, dtype=np.float32)
         with_y = not (isinstance(y, str) and y == "no_validation")
         X = out[0] if with_y else out
@@ -235,12 +230,15 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
             Reference images (the paper uses 1000 labelled training images), in the scale the
-            model was trained on ([0, 1] for dgpbench models).
+            model was trained on ([0, 1] for dgpbench models). ``uint8`` images are divided
+            by 255, as ``.npz`` batches are (one scale rule for files and arrays).
         y : array-like of shape (n_samples,), default=None
             Class labels. ``None`` groups the images by the model's predicted class
             (``argmax`` of its outputs) instead: a departure from the paper, which uses true
             labels, for users without labelled references. Classes the model never predicts
-            on ``X`` then get no mean (and no distance column).
+            on ``X`` then get no mean (and no distance column); with ``"distances"`` a
+            warning names the classes, as it does for labels that miss some of the model's
+            classes.
 
         Returns
         -------
@@ -249,12 +247,14 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         """
         module, self.input_shape_ = _load_model(self.model)
         self.body_, self.graph_ = split_network(module, device=self.device)
-        if y is None:
+        predicted = y is None
+        if predicted:
             X = self._validate_input(X, reset=True)
             y = self._predict_classes(X)
         else:
             X, y = self._validate_input(X, y, reset=True)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
+        self._warn_missing_classes(labelled=not predicted)
         blocks = self._raw_blocks(X)
         self.class_means_ = [
             np.stack([b[y_idx == k].mean(axis=0) for k in range(len(self.classes_))])
@@ -267,13 +267,32 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         )
         return self
 
+    def _warn_missing_classes(self, *, labelled: bool) -> None:
+        """Warn when the references leave out some of the model's classes: those get no
+        class mean, so the features have fewer distance columns than the model has outputs."""
+        if self.representation != "distances" or self.classes_.dtype.kind not in "iu":
+            return
+        n_out = self.graph_.n_outputs
+        if self.classes_.min() < 0 or self.classes_.max() >= n_out:
+            return  # labels are not output indices: nothing to compare with
+        missing = sorted(set(range(n_out)) - {int(c) for c in self.classes_})
+        if missing:
+            why = "the reference labels have" if labelled else "the model predicts"
+            warnings.warn(
+                f"{why} no image of class{'es' if len(missing) > 1 else ''} {missing} "
+                f"(the model has {n_out} outputs): the features get {len(self.classes_)} "
+                f"distance columns, not {n_out}",
+                UserWarning,
+                stacklevel=4,  # the caller of fit (through scikit-learn's fit wrapper)
+            )
+
     def transform(self, X: Any) -> np.ndarray:
         """Compute the features of every image.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
-            Images (numpy or torch).
+            Images (numpy or torch); ``uint8`` pixels are divided by 255.
 
         Returns
         -------
@@ -333,7 +352,9 @@ class DGPFeatures(_MLPFeatures):
     ----------
     model : torch.nn.Sequential or path-like
         A trained MLP (``nn.Linear`` layers and element-wise activations), a network ending
-        in one (e.g. a CNN) or a ``(body, head)`` pair, or the path of a dgpbench checkpoint.
+        in one (e.g. a CNN) or a ``(body, head)`` pair, the path of a dgpbench checkpoint or
+        of a ``torch.export`` program (``.pt2``), or ``package.module:factory`` (see
+        :mod:`dgpbench.model_specs`).
     standardize : bool, default=True
         Standardise each signed layer of the activation graph (subtract its mean, divide by
         its standard deviation). ``False`` is the ablation "DGP (- norm)".
@@ -444,8 +465,9 @@ class TUFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
-        dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
+        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
+        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
     standardize : bool, default=False
         Standardise each signed layer first: the ablation "TU (+ norm)". As in the authors'
         code it divides by numpy's ``std()`` (``ddof=0``) + 1e-8, unlike DGP's unbiased one.
@@ -546,8 +568,9 @@ class MAGDiffFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
-        dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
+        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
+        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
     signed : bool, default=False
         Use the signed last-layer graph (the authors' code; workflow method
         ``magdiff_signed``) instead of the absolute one (``magdiff``).
@@ -636,8 +659,9 @@ class SoftmaxFeatures(_MLPFeatures):
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, or the path of a
-        dgpbench checkpoint.
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
+        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
+        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
     representation : {"softmax", "distances"}, default="softmax"
         The softmax vector itself (the paper's baseline), or its distances to the class
         means of the reference images.

@@ -5,7 +5,8 @@ the workflow's rules (``workflow/rules/*.smk``) use only these.
 
 - A shift-detection model is ``h{hidden}-l{layers}-s{seed}`` (``h16-l2-s0``) for an MLP and
   ``cnn-h{hidden}-l{layers}-s{seed}`` for a CNN (hidden width and layers of its MLP head): its
-  folder under ``results/models/<dataset>/`` and the ``model`` column of the records.
+  folder under ``results/models/<dataset>/`` and the ``model`` column of the records. A
+  user's own model (config ``models.user``) is ``user-<name>``, kind ``user``.
 - The features of corrupted images are stored under ``<code>_<intensity>`` (``GN_3``:
   Gaussian noise at intensity 3) in a features ``.npz``.
 """
@@ -19,6 +20,7 @@ from dgpbench._validation import check_int
 
 __all__ = [
     "MODEL_ID_PATTERN",
+    "USER_MODEL_ID_PATTERN",
     "ModelId",
     "feature_key",
     "model_id",
@@ -39,6 +41,9 @@ _MODEL_ID_RE = re.compile(
         hidden="(?P<hidden>[0-9]+)", layers="(?P<layers>[0-9]+)", seed="(?P<seed>[0-9]+)"
     )
 )
+#: Regular expression of the id ``user-<name>`` of a user's own model (config ``models.user``).
+USER_MODEL_ID_PATTERN = "user-[A-Za-z0-9_]+"
+_USER_ID_RE = re.compile(USER_MODEL_ID_PATTERN)
 _FEATURE_KEY_RE = re.compile(r"(?P<code>[A-Za-z0-9]+)_(?P<intensity>[0-9]+)")
 
 
@@ -116,7 +121,12 @@ def parse_model_id(text: str) -> ModelId:
     ModelId(hidden=16, layers=2, seed=0, kind='mlp')
     >>> parse_model_id("cnn-h16-l2-s0").kind
     'cnn'
+    >>> parse_model_id("user-mine")
+    ModelId(hidden=None, layers=None, seed=None, kind='user')
     """
+    user = _USER_ID_RE.fullmatch(str(text))
+    if user is not None:  # a user's own model (config models.user): no grid coordinates
+        return ModelId(None, None, None, "user")  # type: ignore[arg-type]
     match = _MODEL_ID_RE.fullmatch(str(text))
     if match is None:
         raise ValueError(

@@ -9,15 +9,19 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from dgpbench._device import DEVICE_OPTIONS
 from dgpbench._validation import check_int
-from dgpbench.commands import SUBCOMMANDS
+from dgpbench.commands import SUBCOMMANDS, CommandError
 from dgpbench.io import load_npz, save_npz, write_csv
 from dgpbench.naming import ModelId, feature_key, parse_feature_key, parse_model_id
+
+if TYPE_CHECKING:
+    from dgpbench.saved import FittedDetector
 
 log = logging.getLogger(__name__)
 
@@ -241,9 +245,15 @@ _METHOD_HELP = (
 )
 
 
+_MODEL_HELP = (
+    "the network: a dgpbench checkpoint (.pt), a torch.export program (.pt2, read without "
+    "running code) or 'package.module:factory' (a function returning it; runs that code)"
+)
+
+
 def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", required=True, help=_METHOD_HELP)
-    p.add_argument("--model", required=True, help="model checkpoint (.pt)")
+    p.add_argument("--model", required=True, help=_MODEL_HELP)
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
     p.add_argument("--batch-size", type=_positive_int, default=256)
@@ -314,9 +324,15 @@ def _features(args: argparse.Namespace) -> None:
 # score: one real batch from the command line
 # --------------------------------------------------------------------------------------------
 def _score_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="model checkpoint (.pt)")
-    p.add_argument("--refs", required=True, help=".npz with labelled images x, y: class means")
-    p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
+    p.add_argument(
+        "--detector",
+        default=None,
+        help="a detector saved by `dgpbench fit`: replaces --refs and --clean, and its "
+        "method, alpha and correction are the fitted ones (--model only if the model moved)",
+    )
+    p.add_argument("--model", default=None, help=_MODEL_HELP)
+    p.add_argument("--refs", default=None, help=".npz with labelled images x, y: class means")
+    p.add_argument("--clean", default=None, help=".npz with images x: clean reference batch")
     p.add_argument("--batch", required=True, help=".npz with images x: the batch under test")
     p.add_argument("--method", default="dgp", help=_METHOD_HELP + " (default: dgp)")
     p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
@@ -343,30 +359,34 @@ def _score(args: argparse.Namespace) -> int:
     import json
 
     from dgpbench.data import load_npz_images
-    from dgpbench.detection import KSShiftDetector
-    from dgpbench.method_output import feature_names, fit_method, transform_method
-    from dgpbench.methods import make_features
+    from dgpbench.method_output import feature_names, transform_method
     from dgpbench.models import torch_threads
+    from dgpbench.saved import load_detector
 
-    # Every file is read (and checked) before the model runs, so a bad one fails at once.
-    x_refs, y_refs = load_npz_images(args.refs, labels=True)
-    x_clean = load_npz_images(args.clean)
-    x_batch = load_npz_images(args.batch)
-    correction = None if args.correction == "none" else args.correction
-    if args.test != "ks":
+    if args.detector is not None:
+        x_batch = load_npz_images(args.batch)
+        with torch_threads(args.threads):
+            fitted = load_detector(args.detector, model=args.model)
+            feats = fitted.features
+            result = fitted.test(x_batch)
+        args.method = fitted.info.get("method", "?")
+        args.alpha, args.correction = result.alpha, str(result.correction or "none")
+        n_refs = fitted.info.get("n_refs")
+    elif args.test != "ks":
+        _require_fit_args(args)
+        x_refs, y_refs = load_npz_images(args.refs, labels=True)
+        x_clean = load_npz_images(args.clean)
+        x_batch = load_npz_images(args.batch)
         return _score_other_test(args, x_refs, y_refs, x_clean, x_batch)
-    detector = KSShiftDetector(alpha=args.alpha, correction=correction)
-    with torch_threads(args.threads):
-        feats = make_features(
-            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
-        )
-        fit_method(feats, x_refs, y_refs, args.method)
-        detector.fit(
-            transform_method(feats, x_clean, args.method, f"the clean images {args.clean}")
-        )
-        result = detector.test(
-            transform_method(feats, x_batch, args.method, f"the batch {args.batch}")
-        )
+    else:
+        x_batch = load_npz_images(args.batch)  # read before the long fit: fail early
+        fitted = _fit_detector(args)
+        feats = fitted.features
+        with torch_threads(args.threads):
+            result = fitted.detector.test(
+                transform_method(feats, x_batch, args.method, f"the batch {args.batch}")
+            )
+        n_refs = fitted.info["n_refs"]
     names = feature_names(feats, result.n_features, args.method)
     table = pd.DataFrame(
         {
@@ -384,7 +404,7 @@ def _score(args: argparse.Namespace) -> int:
         "alpha": args.alpha,
         "correction": args.correction,
         "method": args.method,
-        "n_refs": len(x_refs),
+        "n_refs": n_refs,
         "n_clean": result.n_ref,
         "n_batch": result.n,
     }
@@ -397,7 +417,7 @@ def _score(args: argparse.Namespace) -> int:
             f"(alpha {args.alpha:g}, correction {args.correction}, {result.n_features} features)"
         )
         print(
-            f"method {args.method}; {len(x_refs)} reference, {result.n_ref} clean and "
+            f"method {args.method}; {n_refs} reference, {result.n_ref} clean and "
             f"{result.n} test images\n"
         )
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -451,6 +471,84 @@ def _score_other_test(args, x_refs, y_refs, x_clean, x_batch) -> int:
             f"{result.n_ref} clean and {result.n} test images"
         )
     return 1 if result.is_drift else 0
+
+
+def _require_fit_args(args: argparse.Namespace) -> None:
+    """Refuse a fit without --model/--clean (and --refs, which softmax + KS may leave out)."""
+    missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k) is None]
+    optional = args.method == "softmax" and getattr(args, "test", "ks") == "ks"
+    if args.refs is None and not optional:
+        missing.append("--refs")
+    if missing:
+        hint = "" if args.command == "fit" else "; or pass --detector from `dgpbench fit`"
+        raise CommandError(
+            f"missing {', '.join(missing)} (--refs may be left out for --method softmax only{hint})"
+        )
+
+
+def _fit_detector(args: argparse.Namespace) -> FittedDetector:
+    """Fit features + KS detector from --model, --refs, --clean (shared by `fit` and `score`)."""
+    from dgpbench.data import load_npz_images
+    from dgpbench.detection import KSShiftDetector
+    from dgpbench.method_output import fit_method, transform_method
+    from dgpbench.methods import make_features
+    from dgpbench.models import torch_threads
+    from dgpbench.saved import FittedDetector
+
+    _require_fit_args(args)
+    # Every file is read (and checked) before the model runs, so a bad one fails at once.
+    x_clean = load_npz_images(args.clean)
+    if args.refs is None:  # softmax: the class means are unused, no labels needed
+        x_refs, y_refs = x_clean, None
+    elif args.method == "softmax" and "y" not in load_npz(args.refs):
+        x_refs, y_refs = load_npz_images(args.refs), None
+    else:
+        x_refs, y_refs = load_npz_images(args.refs, labels=True)
+    correction = None if args.correction == "none" else args.correction
+    detector = KSShiftDetector(alpha=args.alpha, correction=correction)
+    with torch_threads(args.threads):
+        feats = make_features(
+            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
+        )
+        fit_method(feats, x_refs, y_refs, args.method)
+        detector.fit(
+            transform_method(feats, x_clean, args.method, f"the clean images {args.clean}")
+        )
+    info = {"method": args.method, "n_refs": len(x_refs), "labelled_refs": y_refs is not None}
+    return FittedDetector(feats, detector, info)
+
+
+# --------------------------------------------------------------------------------------------
+# fit: save a detector for `dgpbench score --detector`
+# --------------------------------------------------------------------------------------------
+def _fit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help=_MODEL_HELP)
+    p.add_argument(
+        "--refs",
+        default=None,
+        help=".npz with labelled images x, y: class means (optional for --method softmax)",
+    )
+    p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
+    p.add_argument(
+        "--method",
+        default="dgp",
+        help="softmax, tu, tu_norm, magdiff, magdiff_signed, dgp or dgp_nonorm (default: dgp)",
+    )
+    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
+    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
+    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
+    p.add_argument("--out", required=True, help="the detector file to write (.npz)")
+
+
+def _fit(args: argparse.Namespace) -> None:
+    from dgpbench.saved import save_detector
+
+    fitted = _fit_detector(args)
+    save_detector(args.out, fitted, model=args.model)
+    log.info(
+        "%s detector (%d reference images) -> %s", args.method, fitted.info["n_refs"], args.out
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -729,6 +827,11 @@ SUBCOMMANDS.update(
             "Test one batch of images for covariate shift (exit 0 = no shift, 1 = shift).",
             _score_args,
             _score,
+        ),
+        "fit": (
+            "Fit a detector on reference images and save it for `score --detector`.",
+            _fit_args,
+            _fit,
         ),
         "aggregate": ("Concatenate bootstrap records.", _aggregate_args, _aggregate),
         "tables": ("Write the paper's tables (CSV, Markdown, LaTeX).", _tables_args, _tables),

@@ -46,11 +46,20 @@ def _custom_cnn() -> nn.Sequential:
 
 
 def _body_outputs(body: nn.Module, x: np.ndarray) -> np.ndarray:
-    """The documented rule: the body in float64, its output rounded to float32."""
+    """The documented rule: the body in float32 on zero-padded chunks of NetworkBody.chunk."""
     import copy
 
+    from dgpbench.cnn import NetworkBody
+
+    body = copy.deepcopy(body).float().eval()
+    c = NetworkBody.chunk
+    out = []
     with torch.no_grad():
-        return copy.deepcopy(body).double()(torch.from_numpy(x).double()).float().numpy()
+        for i in range(0, len(x), c):
+            padded = torch.zeros((c, *x.shape[1:]))
+            padded[: len(x[i : i + c])] = torch.from_numpy(x[i : i + c])
+            out.append(body(padded)[: len(x[i : i + c])].numpy())
+    return np.concatenate(out)
 
 
 def _cases():
@@ -97,6 +106,19 @@ def test_features_do_not_depend_on_the_batch_size_or_input_layout(images):
     b = make_features("dgp", net, batch_size=256).fit(x_ref, y_ref)
     np.testing.assert_array_equal(a, b.transform(x_test))
     np.testing.assert_array_equal(a, b.transform(x_test.reshape(len(x_test), -1)))
+
+
+@pytest.mark.parametrize("method", ["softmax", "dgp"])
+def test_a_samples_features_do_not_depend_on_its_batch(images, method):
+    """The float32 body runs on fixed, padded chunks: alone, reversed or in a batch of 70
+    (two chunks), a sample gets bit-identical features."""
+    x_ref, y_ref, x_test = images
+    est = make_features(method, _cnn(3)).fit(x_ref, y_ref)
+    batch = np.concatenate([x_test, x_ref[:10]])
+    whole = est.transform(batch)
+    np.testing.assert_array_equal(est.transform(batch[::-1]), whole[::-1])
+    for i in (0, 1, 63, 64, 69):
+        np.testing.assert_array_equal(est.transform(batch[i : i + 1]), whole[i : i + 1])
 
 
 def test_the_model_is_not_modified(images):

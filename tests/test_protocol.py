@@ -267,7 +267,9 @@ def test_strong_shift_is_detected():
     rng = np.random.default_rng(8)
     F_clean = rng.normal(size=(1000, 5))
     F_corr = F_clean + 6.0  # corrupted twins lie beyond every clean value
-    rec = bootstrap_detection(F_clean, F_corr, ns=[10, 50, 200], n_draws=30)
+    rec = bootstrap_detection(
+        F_clean, F_corr, ns=[10, 50, 200], deltas=[0.25, 0.5, 0.75], n_draws=30
+    )
     ratio = detection_ratio(rec).set_index(["n", "delta"])["detection_ratio"]
     # Half the test batch beyond the reference range: KS statistic >= 0.5.
     assert ratio.loc[(50, 0.5)] == 1.0 and ratio.loc[(200, 0.25)] == 1.0

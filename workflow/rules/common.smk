@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from dgpbench.config import check_config, schema_error
-from dgpbench.naming import MODEL_ID_PATTERN, model_id, model_id_template, parse_model_id
+from dgpbench.naming import MODEL_ID_PATTERN, USER_MODEL_ID_PATTERN, model_id, model_id_template, parse_model_id
 
 SCHEMA = Path(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
 try:
@@ -73,6 +73,15 @@ MODELS = [
         KINDS, config["models"]["hidden"], config["models"]["layers"], config["models"]["seeds"]
     )
 ]
+# Users' own models (models.user): id user-<name> -> (data set id, model reference).
+USER_MODELS = {}
+for _name, _entry in config["models"].get("user", {}).items():
+    if dataset_id(_entry["dataset"]) not in DATASETS:
+        raise ValueError(
+            f"config key models.user.{_name}.dataset {_entry['dataset']!r} is not one of "
+            f"datasets {config['datasets']}"
+        )
+    USER_MODELS[f"user-{_name}"] = (dataset_id(_entry["dataset"]), _entry["model"])
 CORRUPTIONS = config["corruptions"]
 LABEL_SHIFT = config["label_shift"]["intensities"]
 
@@ -90,8 +99,32 @@ def all_records():
     return [
         f"{RESULTS}/detect/{d}/{m}/{meth}.csv"
         for d in DATASETS
-        for m, meth in itertools.product(MODELS, methods_for(d))
+        for m, meth in itertools.product(
+            MODELS + [u for u, (ud, _) in USER_MODELS.items() if ud == d], methods_for(d)
+        )
     ]
+
+
+def model_input(wildcards):
+    """Input function: a grid model's checkpoint, or a user model's file (none for a factory)."""
+    if wildcards.model not in USER_MODELS:
+        return f"{RESULTS}/models/{wildcards.dataset}/{wildcards.model}/model.pt"
+    reference = USER_MODELS[wildcards.model][1]
+    return [] if is_factory_reference(reference) else [str(Path(reference).expanduser())]
+
+
+def model_argument(wildcards):
+    """The --model value of a job (shell-quote it: it may come from the config)."""
+    if wildcards.model not in USER_MODELS:
+        return f"{RESULTS}/models/{wildcards.dataset}/{wildcards.model}/model.pt"
+    reference = USER_MODELS[wildcards.model][1]
+    return reference if is_factory_reference(reference) else str(Path(reference).expanduser())
+
+
+def is_factory_reference(reference):
+    """``package.module:factory`` and not an existing file (dgpbench.model_specs' rule)."""
+    pattern = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*"
+    return re.fullmatch(pattern, reference) is not None and not Path(reference).exists()
 
 
 def comparison_sets():
@@ -166,6 +199,6 @@ def seed_files(name):
 
 wildcard_constraints:
     dataset="[A-Za-z0-9_.-]+",
-    model=MODEL_ID_PATTERN,
+    model=f"{MODEL_ID_PATTERN}|{USER_MODEL_ID_PATTERN}",
     method=r"[a-z_]+|[A-Za-z_][\w.]*:[A-Za-z_]\w*",
     corruption="GB|GN|PD|UN|RO|ZO|TR|SH",

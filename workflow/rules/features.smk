@@ -2,7 +2,7 @@ rule features:
     """Fit one method on the reference images (class means), then featurise the clean test
     images once and every corrupted twin (all corruptions x intensities) of one model."""
     input:
-        model=f"{RESULTS}/models/{{dataset}}/{{model}}/model.pt",
+        model=model_input,
         clean=rules.images.output,
         corrupted=expand(
             f"{RESULTS}/images/{{{{dataset}}}}/{{corruption}}.npz", corruption=CORRUPTIONS
@@ -10,6 +10,7 @@ rule features:
     output:
         f"{RESULTS}/features/{{dataset}}/{{model}}/{{method}}.npz",
     params:
+        model=model_argument,
         batch_size=config["features"]["batch_size"],
         device=config["features"]["device"],
     threads: 2
@@ -23,7 +24,7 @@ rule features:
     benchmark:
         f"{BENCH}/features/{{dataset}}/{{model}}/{{method}}.tsv"
     shell:
-        "dgpbench features --method {wildcards.method} --model {input.model}"
+        "dgpbench features --method {wildcards.method} --model {params.model:q}"
         " --clean {input.clean} --corrupted {input.corrupted}"
         " --batch-size {params.batch_size} --device {params.device} --threads {threads}"
         " --out {output} > {log} 2>&1"
