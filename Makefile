@@ -38,13 +38,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 run: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dgpbench run --cores $(CORES) --profile workflow/profiles/local
+	$(BIN)/dgpbench run --cores $(CORES) --profile workflow/profiles/local
 
 # Snakemake's self-contained HTML report (every table and figure, captioned) of the targets
 # already run: after make analysis too, make report REPORT_TARGETS="all analysis".
 REPORT_TARGETS ?= all
 report: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --report results/report.html $(REPORT_TARGETS)
+	$(BIN)/snakemake --report results/report.html $(REPORT_TARGETS)
 
 slurm-up:
 	bash scripts/slurm.sh start
@@ -57,4 +57,4 @@ clean:
 
 # The neural-persistence analyses of Sections 3-4 (a separate target: ~10 min on 2 cores).
 analysis: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dgpbench run analysis --cores $(CORES) --profile workflow/profiles/local
+	$(BIN)/dgpbench run analysis --cores $(CORES) --profile workflow/profiles/local

@@ -23,7 +23,7 @@ rule features:
     benchmark:
         f"{BENCH}/features/{{dataset}}/{{model}}/{{method}}.tsv"
     shell:
-        "dgpbench features --method {wildcards.method} --model {input.model}"
+        "{DGPBENCH} features --method {wildcards.method} --model {input.model}"
         " --clean {input.clean} --corrupted {input.corrupted}"
         " --batch-size {params.batch_size} --device {params.device} --threads {threads}"
         " --out {output} > {log} 2>&1"

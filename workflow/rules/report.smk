@@ -23,7 +23,7 @@ rule aggregate:
     benchmark:
         f"{BENCH}/aggregate.tsv"
     shell:
-        "dgpbench aggregate --out {output} {input} > {log} 2>&1"
+        "{DGPBENCH} aggregate --out {output} {input} > {log} 2>&1"
 
 
 rule tables:
@@ -98,7 +98,7 @@ rule tables:
     benchmark:
         f"{BENCH}/tables.tsv"
     shell:
-        "dgpbench tables --records {input} --methods {params.methods}"
+        "{DGPBENCH} tables --records {input} --methods {params.methods}"
         " --ablation-datasets {params.ablation} --ablation-ns {params.ablation_ns}"
         " --pool-deltas {params.pool} --alpha {params.alpha}"
         " --out-dir {params.out_dir} > {log} 2>&1"
@@ -155,7 +155,7 @@ rule figures:
     benchmark:
         f"{BENCH}/figures.tsv"
     shell:
-        "dgpbench figures --records {input} --methods {params.methods}"
+        "{DGPBENCH} figures --records {input} --methods {params.methods}"
         " --pool-deltas {params.pool} --out-dir {params.out_dir} > {log} 2>&1"
 
 
@@ -206,5 +206,5 @@ rule compare:
     benchmark:
         f"{BENCH}/compare.tsv"
     shell:
-        "dgpbench compare --records {input.records} --pool-deltas {params.pool} {params.sets}"
+        "{DGPBENCH} compare --records {input.records} --pool-deltas {params.pool} {params.sets}"
         " {params.published} --out-dir {params.out_dir} > {log} 2>&1"
