@@ -60,11 +60,18 @@ def _train_args(p: argparse.ArgumentParser) -> None:
         help="model seeds: train them at once, one folder per seed (h<hidden>-l<layers>-s<seed>) "
         "under --out-dir",
     )
-    p.add_argument("--activation", default="relu", choices=["relu", "tanh"])
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--epochs", type=_positive_int, default=40)
-    p.add_argument("--batch-size", type=_positive_int, default=32)
-    p.add_argument("--val-fraction", type=float, default=0.2)
+    p.add_argument(
+        "--activation", default="relu", choices=["relu", "tanh"], help="hidden activation"
+    )
+    p.add_argument("--lr", type=float, default=3e-4, help="Adam learning rate")
+    p.add_argument("--epochs", type=_positive_int, default=40, help="training epochs")
+    p.add_argument("--batch-size", type=_positive_int, default=32, help="training batch size")
+    p.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.2,
+        help="share of the training split held out for validation",
+    )
     p.add_argument("--threads", type=_positive_int, default=None, help="torch threads")
     p.add_argument(
         "--device", default="cpu", choices=DEVICE_OPTIONS, help="where to train (auto: GPU if any)"
@@ -158,12 +165,16 @@ def _train_cnn(args: argparse.Namespace) -> None:
 # images / corrupt
 # --------------------------------------------------------------------------------------------
 def _images_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--data-root", default=None)
-    p.add_argument("--download", action="store_true")
-    p.add_argument("--n-refs", type=_positive_int, default=1000)
-    p.add_argument("--n-test", type=_positive_int, default=1000)
-    p.add_argument("--seed", type=int, default=112)
+    p.add_argument(
+        "--dataset", required=True, help="data set name (digits, mnist, ..., npz:<path>)"
+    )
+    p.add_argument("--data-root", default=None, help="torchvision data root")
+    p.add_argument("--download", action="store_true", help="download missing data (network)")
+    p.add_argument(
+        "--n-refs", type=_positive_int, default=1000, help="labelled reference images"
+    )
+    p.add_argument("--n-test", type=_positive_int, default=1000, help="clean test images")
+    p.add_argument("--seed", type=int, default=112, help="seed of the image selection")
     p.add_argument("--out", required=True, help="output .npz (x_ref, y_ref, x_test, y_test)")
 
 
@@ -188,8 +199,10 @@ def _corrupt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="selects the intensity table")
     p.add_argument("--images", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corruption", required=True, help="GB, GN, PD, UN, RO, ZO, TR or SH")
-    p.add_argument("--intensities", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
-    p.add_argument("--seed", type=int, default=112)
+    p.add_argument(
+        "--intensities", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6], help="intensities 1-6"
+    )
+    p.add_argument("--seed", type=int, default=112, help="seed of the corruption noise")
     p.add_argument("--out", required=True, help="output .npz with one array per intensity")
 
 
@@ -222,7 +235,9 @@ def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model checkpoint (.pt)")
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
-    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument(
+        "--batch-size", type=_positive_int, default=256, help="images per forward pass"
+    )
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument(
         "--device", default="cpu", choices=DEVICE_OPTIONS, help="forward pass (auto: GPU if any)"
@@ -283,8 +298,15 @@ def _score_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", required=True, help=".npz with images x: the batch under test")
     p.add_argument("--method", default="dgp", help=_METHOD_HELP + " (default: dgp)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level")
-    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
-    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument(
+        "--correction",
+        default="bonferroni",
+        choices=["bonferroni", "fdr", "none"],
+        help="multiple-testing correction over the features",
+    )
+    p.add_argument(
+        "--batch-size", type=_positive_int, default=256, help="images per forward pass"
+    )
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.epilog = "Exit status: 0 = no shift, 1 = shift detected, 2 = error (message on stderr)."
@@ -359,10 +381,17 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--features", required=True, help="features .npz from `dgpbench features`")
     p.add_argument("--ns", type=int, nargs="+", required=True, help="batch sizes n")
     p.add_argument("--deltas", type=float, nargs="+", required=True, help="corrupted ratios")
-    p.add_argument("--draws", type=_positive_int, default=100)
-    p.add_argument("--seed", type=int, default=112)
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
+    p.add_argument(
+        "--draws", type=_positive_int, default=100, help="bootstrap draws per (n, delta)"
+    )
+    p.add_argument("--seed", type=int, default=112, help="seed of the draws")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    p.add_argument(
+        "--correction",
+        default="bonferroni",
+        choices=["bonferroni", "fdr", "none"],
+        help="multiple-testing correction over the features",
+    )
     p.add_argument("--no-calibration", action="store_true", help="skip the delta = 0 draws")
     p.add_argument(
         "--labels", default=None, help="clean image set (.npz, its y_test) for the KO label shift"
@@ -504,14 +533,30 @@ def _pool_deltas_arg(p: argparse.ArgumentParser) -> None:
 
 def _tables_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", required=True, help="aggregated records CSV")
-    p.add_argument("--methods", nargs="+", default=["softmax", "tu", "magdiff", "dgp"])
-    p.add_argument("--ablation-datasets", nargs="+", default=["none"])
-    p.add_argument("--ablation-ns", type=int, nargs="+", default=[20, 50, 100])
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=["softmax", "tu", "magdiff", "dgp"],
+        help="methods of Table 1, in column order",
+    )
+    p.add_argument(
+        "--ablation-datasets",
+        nargs="+",
+        default=["none"],
+        help="data sets of the ablation tables (none: no ablation)",
+    )
+    p.add_argument(
+        "--ablation-ns",
+        type=int,
+        nargs="+",
+        default=[20, 50, 100],
+        help="sample sizes n of the ablation table",
+    )
     _pool_deltas_arg(p)
     p.add_argument(
         "--alpha", type=float, default=0.05, help="significance level of the records (caption)"
     )
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="folder for the tables (.csv, .md, .tex)")
 
 
 def _tables(args: argparse.Namespace) -> None:
@@ -534,10 +579,15 @@ def _tables(args: argparse.Namespace) -> None:
 
 
 def _figures_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--records", required=True)
-    p.add_argument("--methods", nargs="+", default=["softmax", "tu", "magdiff", "dgp"])
+    p.add_argument("--records", required=True, help="aggregated records CSV")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=["softmax", "tu", "magdiff", "dgp"],
+        help="methods drawn, in legend order",
+    )
     _pool_deltas_arg(p)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="folder for the figures (.png, .pdf)")
 
 
 def _figures(args: argparse.Namespace) -> None:
@@ -583,7 +633,7 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
         "default: the paper's Table 1 shipped with dgpbench",
     )
     p.add_argument("--name", default="comparison_table1", help="output file-name stem")
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="folder for the comparison files")
 
 
 def _compare(args: argparse.Namespace) -> None:
@@ -605,9 +655,14 @@ def _compare(args: argparse.Namespace) -> None:
 
 SUBCOMMANDS.update(
     {
-        "train": ("Train one MLP and write model.pt + metrics.csv.", _train_args, _train),
+        "train": (
+            "Train an MLP (--seed) or several seeds of one at once (--seeds); write model.pt "
+            "and metrics.csv per model.",
+            _train_args,
+            _train,
+        ),
         "train-cnn": (
-            "Train one CNN (two conv blocks + MLP head) and write model.pt + metrics.csv.",
+            "Train a CNN (two conv blocks + MLP head) per seed; write model.pt and metrics.csv.",
             _train_cnn_args,
             _train_cnn,
         ),

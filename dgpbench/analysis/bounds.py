@@ -246,9 +246,18 @@ def plot_bounds_tightness(study: pd.DataFrame, stem: str | os.PathLike[str]) -> 
 
 
 def _bounds_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--n-matrices", type=int, default=10_000)
-    p.add_argument("--size-range", type=int, nargs=2, default=[50, 500], metavar=("LOW", "HIGH"))
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--n-matrices", type=int, default=10_000, help="random matrices drawn"
+    )
+    p.add_argument(
+        "--size-range",
+        type=int,
+        nargs=2,
+        default=[50, 500],
+        metavar=("LOW", "HIGH"),
+        help="range of the matrices' rows and columns",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the random matrices")
     out_dir_arg(p)
 
 
