@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import importlib.util
 import json
 import logging
 import os
@@ -190,13 +191,10 @@ def run_snakemake(snakemake_args: list[str]) -> int:
         stale (see :func:`check_stale_lock`).
     """
     _check_config_overrides(snakemake_args)
-    try:
-        import psutil  # noqa: F401
-        import snakemake  # noqa: F401
-    except ImportError:
+    if not all(importlib.util.find_spec(m) for m in ("snakemake", "psutil")):
         raise CommandError(
             "dgpbench run needs the workflow extra: pip install 'dgpbench[workflow]'"
-        ) from None
+        )
     if not _has_snakefile(snakemake_args):
         raise CommandError(
             f"no Snakefile in {Path.cwd()}: the workflow ships with the repository, not the "

@@ -170,9 +170,7 @@ def _images_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--data-root", default=None, help="torchvision data root")
     p.add_argument("--download", action="store_true", help="download missing data (network)")
-    p.add_argument(
-        "--n-refs", type=_positive_int, default=1000, help="labelled reference images"
-    )
+    p.add_argument("--n-refs", type=_positive_int, default=1000, help="labelled reference images")
     p.add_argument("--n-test", type=_positive_int, default=1000, help="clean test images")
     p.add_argument("--seed", type=int, default=112, help="seed of the image selection")
     p.add_argument("--out", required=True, help="output .npz (x_ref, y_ref, x_test, y_test)")
@@ -235,9 +233,7 @@ def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model checkpoint (.pt)")
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
-    p.add_argument(
-        "--batch-size", type=_positive_int, default=256, help="images per forward pass"
-    )
+    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument(
         "--device", default="cpu", choices=DEVICE_OPTIONS, help="forward pass (auto: GPU if any)"
@@ -304,9 +300,7 @@ def _score_args(p: argparse.ArgumentParser) -> None:
         choices=["bonferroni", "fdr", "none"],
         help="multiple-testing correction over the features",
     )
-    p.add_argument(
-        "--batch-size", type=_positive_int, default=256, help="images per forward pass"
-    )
+    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.epilog = "Exit status: 0 = no shift, 1 = shift detected, 2 = error (message on stderr)."

@@ -246,9 +246,7 @@ def plot_bounds_tightness(study: pd.DataFrame, stem: str | os.PathLike[str]) -> 
 
 
 def _bounds_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--n-matrices", type=int, default=10_000, help="random matrices drawn"
-    )
+    p.add_argument("--n-matrices", type=int, default=10_000, help="random matrices drawn")
     p.add_argument(
         "--size-range",
         type=int,

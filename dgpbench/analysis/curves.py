@@ -250,9 +250,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate")
     p.add_argument("--epochs", type=int, default=40, help="training epochs")
     p.add_argument("--batch-size", type=int, default=32, help="training batch size")
-    p.add_argument(
-        "--checkpoints-per-epoch", type=int, default=4, help="weights saved per epoch"
-    )
+    p.add_argument("--checkpoints-per-epoch", type=int, default=4, help="weights saved per epoch")
     p.add_argument("--curves", default=None, help="also write the per-evaluation curves CSV")
     p.add_argument("--run", default=None, help="run id in the curves (default <dataset>/<dir>)")
     out_dir_arg(p)
