@@ -1,6 +1,6 @@
 """The documented workflow commands work with a PATH that lacks the venv.
 
-The README calls ``.venv/bin/dgpbench run`` and ``.venv/bin/snakemake`` by path; every rule
+The docs call ``.venv/bin/dgpbench run`` and ``.venv/bin/snakemake`` by path; every rule
 must then call the dgpbench of that interpreter, not whatever ``dgpbench`` PATH finds (a bare
 ``dgpbench`` exits 127 in the job, the reason only in its log).
 """

@@ -18,7 +18,7 @@ Choices where the paper is silent:
   a looser bound, recorded as ``upper_argmax`` and reported in its own row, and so is
   the same formula with rows and columns exchanged (``upper_argmax_t``, the argmax
   reading on ``W.T``). The displayed formula's U errs about 6x more on average than the
-  mutual reading's (see the README); the noisy sorting, the sampling of ``b`` and ``s``,
+  mutual reading's (see docs/choices.md); the noisy sorting, the sampling of ``b`` and ``s``,
   and computing every quantity on the sorted matrix ``W_sort`` follow Appendix E.1.
 
 Also here: its figure :func:`plot_bounds_tightness`; the target ``dgpbench analysis
