@@ -10,11 +10,10 @@ import io
 import re
 from pathlib import Path
 
-import yaml
-
 import numpy as np
 import pytest
 import torch
+import yaml
 from _workflow import REPO
 
 from dgpbench.features import make_features
