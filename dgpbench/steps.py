@@ -581,6 +581,9 @@ def _figures_args(p: argparse.ArgumentParser) -> None:
         help="methods drawn, in legend order",
     )
     _pool_deltas_arg(p)
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level (marked in fig_calibration)"
+    )
     p.add_argument("--out-dir", required=True, help="folder for the figures (.png, .pdf)")
 
 
@@ -592,6 +595,7 @@ def _figures(args: argparse.Namespace) -> None:
         args.out_dir,
         methods=args.methods,
         pool_deltas=args.pool_deltas,
+        alpha=args.alpha,
     )
     log.info("figures -> %s", [str(p) for p in written])
 
@@ -674,7 +678,11 @@ SUBCOMMANDS.update(
             _score,
         ),
         "aggregate": ("Concatenate bootstrap records.", _aggregate_args, _aggregate),
-        "tables": ("Write the paper's tables (CSV, Markdown, LaTeX).", _tables_args, _tables),
+        "tables": (
+            "Write the paper's tables (CSV, Markdown, LaTeX, HTML).",
+            _tables_args,
+            _tables,
+        ),
         "figures": ("Write the detection-ratio figures (PNG, PDF).", _figures_args, _figures),
         "compare": (
             "Compare this run's Table 1 with a published one (CSV, Markdown).",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["cell_text", "column_tuples", "tex_escape", "to_latex", "to_markdown"]
+__all__ = ["cell_text", "column_tuples", "tex_escape", "to_html", "to_latex", "to_markdown"]
 
 _TEX_WORDS = {"\\": r"\textbackslash ", "~": r"\textasciitilde ", "^": r"\textasciicircum "}
 _TEX_SPECIAL = re.compile(r"([\\~^])( ?)|([&%$#_{}])")
@@ -110,3 +110,29 @@ def _relabel(index: pd.Index, row_label: Callable[[object], str]) -> pd.Index:
         tuples = [tuple(row_label(v) for v in key) for key in index]
         return pd.MultiIndex.from_tuples(tuples, names=index.names)
     return pd.Index([row_label(v) for v in index], name=index.name)
+
+
+def to_html(wide: pd.DataFrame, title: str, fmt: Callable[[Any], str] = cell_text) -> str:
+    """An HTML table (pandas' Styler) under an ``<h3>`` title, for the workflow's report.
+
+    Cells are HTML as ``fmt`` writes them (e.g. ``<b>75.0</b>*``); headers, row labels and
+    the title are escaped.
+    """
+    import html
+
+    body = _cells(wide, fmt)
+    body.index = body.index.set_names([html.escape(str(n)) for n in wide.index.names])
+    styler = (
+        body.style.set_uuid("dgpbench")  # fixed ids: reruns give identical files
+        .format_index(escape="html", axis=0)
+        .format_index(escape="html", axis=1)
+        .set_table_styles(
+            [
+                {"selector": "", "props": "border-collapse: collapse; font-size: 0.9em;"},
+                {"selector": "th, td", "props": "padding: 2px 8px; border-bottom: 1px solid #ddd;"},
+                {"selector": "td", "props": "text-align: right;"},
+            ]
+        )
+    )
+    table = styler.to_html(sparse_index=False, exclude_styles=False)
+    return f"<h3>{html.escape(title)}</h3>\n{table}"
