@@ -4,7 +4,6 @@ a calibration axis zoomed on the region of alpha)."""
 
 from __future__ import annotations
 
-import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 from matplotlib.collections import PolyCollection
