@@ -110,13 +110,13 @@ def _train(args: argparse.Namespace) -> None:
     out = Path(args.out_dir)
     if args.seeds is None:
         finals = [
-            train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=False,
+            train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=True,
                       device=args.device)
         ]  # fmt: skip
     else:
         dirs = [out / model_id(args.hidden, args.layers, s) for s in args.seeds]
         finals = train_mlp_seeds(
-            x, y, arch, config, args.seeds, dirs, dataset=args.dataset, progress=False,
+            x, y, arch, config, args.seeds, dirs, dataset=args.dataset, progress=True,
             device=args.device,
         )  # fmt: skip
     for final in finals:
@@ -156,7 +156,7 @@ def _train_cnn(args: argparse.Namespace) -> None:
         threads=args.threads,
     )
     out = Path(args.out_dir)
-    final = train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=False)
+    final = train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=True)
     os.replace(final, out / "model.pt")
     log.info("trained %s -> %s", arch, out / "model.pt")
 
@@ -244,10 +244,11 @@ def _features_args(p: argparse.ArgumentParser) -> None:
 
 
 def _features(args: argparse.Namespace) -> None:
-    from tqdm.auto import tqdm
+    import time
 
     from dgpbench.features import make_features
     from dgpbench.models import torch_threads
+    from dgpbench.progress import Progress
 
     clean = load_npz(args.clean)
     _require(clean, args.clean, ["x_ref", "y_ref", "x_test"], "images")
@@ -269,10 +270,14 @@ def _features(args: argparse.Namespace) -> None:
             device=args.device,
         )
         est.fit(clean["x_ref"], clean["y_ref"])
-        feats = {
-            key: est.transform(x)
-            for key, x in tqdm(sets.items(), desc=f"features {args.method}", disable=None)
-        }
+        feats = {}
+        with Progress(len(sets), f"features {args.method}", unit="set") as bar:
+            for i, (key, x) in enumerate(sets.items(), 1):
+                start = time.perf_counter()
+                feats[key] = est.transform(x)
+                bar.update()
+                seconds = time.perf_counter() - start
+                bar.log("%s (%d/%d): %d images, %.1f s", key, i, len(sets), len(x), seconds)
     classes = getattr(est, "classes_", np.unique(clean["y_ref"]))  # custom methods may lack it
     save_npz(args.out, classes=classes, **feats)
     log.info(
@@ -415,6 +420,9 @@ def _parse_tags(tags: list[str]) -> dict[str, str]:
 
 
 def _detect(args: argparse.Namespace) -> None:
+    import time
+
+    from dgpbench.progress import Progress
     from dgpbench.protocol import bootstrap_detection
 
     feats = load_npz(args.features)
@@ -435,13 +443,20 @@ def _detect(args: argparse.Namespace) -> None:
         "correction": None if args.correction == "none" else args.correction,
     }
     frames = []
+    bar = Progress(len(feats) + (not args.no_calibration), "detect", unit="set")
+    start = time.perf_counter()
     if not args.no_calibration:
         rec = bootstrap_detection(clean, None, deltas=[0.0], **common)
         frames.append(rec.assign(corruption="none", intensity=0))
+        bar.update()
+        bar.log("calibration (delta = 0): %d draws, %.1f s", len(rec), time.perf_counter() - start)
     for key in sorted(feats):
         code, intensity = parse_feature_key(key)
         rec = bootstrap_detection(clean, feats[key], deltas=args.deltas, **common)
         frames.append(rec.assign(corruption=code, intensity=intensity))
+        bar.update()
+        bar.log("%s: %d draws, %.1f s", key, len(rec), time.perf_counter() - start)
+    bar.close()
     if args.knockout_intensities:
         rec = label_shift_detection(
             clean,

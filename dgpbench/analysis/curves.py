@@ -293,7 +293,7 @@ def _train(args: argparse.Namespace) -> None:
             x_test, y_test, info={"run": args.run or f"{args.dataset}/{out.name}", **info}
         )
     final = train_mlp(
-        x, y, arch, config, out, dataset=args.dataset, progress=False, callback=recorder
+        x, y, arch, config, out, dataset=args.dataset, progress=True, callback=recorder
     )
     if recorder is not None:
         curves = recorder.frame()
