@@ -116,8 +116,11 @@ def _pivot(
 ) -> pd.DataFrame:
     frame = cells[rows + cols].copy()
     frame["value"] = values.to_numpy()
-    wide = frame.pivot_table(index=rows, columns=cols, values="value", aggfunc="first", sort=False)
-    return wide
+    # observed=True: only the label combinations present (pandas 3's default; pandas 2 would
+    # add an empty row or column for every unused category)
+    return frame.pivot_table(
+        index=rows, columns=cols, values="value", aggfunc="first", sort=False, observed=True
+    )
 
 
 def write_table(
