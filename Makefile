@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help venv test bench lint run report analysis slurm-up slurm-down clean
+.PHONY: help venv test bench lint docs run report analysis slurm-up slurm-down clean
 
 help:
 	@echo "make test   - create .venv if needed, install dgpbench[dev], run the test suite"
@@ -15,6 +15,7 @@ help:
 	@echo "make analysis - the neural-persistence analyses (Sections 3-4, appendix)"
 	@echo "make bench  - run the speed benchmarks under benchmarks/"
 	@echo "make lint   - ruff check"
+	@echo "make docs   - build the documentation site into site/ (mkdocs, warnings as errors)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,14 +38,17 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 run: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dgpbench run --cores $(CORES) --profile workflow/profiles/local
+	$(BIN)/dgpbench run --cores $(CORES) --profile workflow/profiles/local
 
 # Snakemake's self-contained HTML report (every table and figure, captioned) of the targets
 # already run: after make analysis too, make report REPORT_TARGETS="all analysis".
 REPORT_TARGETS ?= all
 report: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --report results/report.html $(REPORT_TARGETS)
+	$(BIN)/snakemake --report results/report.html $(REPORT_TARGETS)
 
 slurm-up:
 	bash scripts/slurm.sh start
@@ -53,8 +57,8 @@ slurm-down:
 	bash scripts/slurm.sh stop
 
 clean:
-	rm -rf $(VENV) .pytest_cache .benchmarks
+	rm -rf $(VENV) .venv-floor site .pytest_cache .benchmarks
 
 # The neural-persistence analyses of Sections 3-4 (a separate target: ~10 min on 2 cores).
 analysis: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dgpbench run analysis --cores $(CORES) --profile workflow/profiles/local
+	$(BIN)/dgpbench run analysis --cores $(CORES) --profile workflow/profiles/local

@@ -23,6 +23,45 @@ from dgpbench.commands import SUBCOMMANDS, CommandError
 log = logging.getLogger("dgpbench")
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default, unless there is none to show (``None``,
+    ``False``, an empty list, a required option) or the help names it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help_ = action.help or ""
+        default = action.default
+        if (
+            "%(default)" in help_
+            or "default:" in help_
+            or action.required
+            or not action.option_strings
+            or default is None
+            or default is False
+            or default == []
+            or default is argparse.SUPPRESS
+        ):
+            return help_
+        return f"{help_} (default: %(default)s)"
+
+
+def _set_formatter(parser: argparse.ArgumentParser) -> None:
+    """Use :class:`HelpFormatter` for ``parser`` and every subcommand's parser below it."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _set_formatter(sub)
+
+
+RUN_EPILOG = """Every argument after `run` goes to Snakemake unchanged: any option of `snakemake --help`
+works, e.g.
+  dgpbench run --cores 2 --profile workflow/profiles/local
+  dgpbench run --cores 8 --configfile config/paper.yaml --config datasets=[mnist] -n
+  dgpbench run --profile workflow/profiles/slurm --default-resources slurm_partition=P
+  dgpbench run --directory DIR --unlock     (a lock this command will not remove itself)
+Run it in a clone of the repository (the workflow ships there, not in the package)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every registered subcommand."""
     import dgpbench.analysis.steps  # registers `dgpbench analysis`
@@ -41,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
         add_args(p)
         p.set_defaults(_run=run)
+        if name == "run":
+            p.epilog = RUN_EPILOG
+    _set_formatter(parser)
     return parser
 
 
@@ -114,10 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if os.environ.get("SLURM_JOB_ID"):
             log.info("running in SLURM job %s", os.environ["SLURM_JOB_ID"])
-        if getattr(args, "_run", None) is None:
-            parser.print_help()
-            _flush_stdout()
-            return 0
+        if getattr(args, "_run", None) is None:  # no command: usage and exit 2, as git does
+            parser.print_help(sys.stderr)
+            return 2
         command = f"dgpbench {args.command}"
         status = int(args._run(args) or 0)
         _flush_stdout()

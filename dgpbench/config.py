@@ -13,8 +13,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 __all__ = ["check_config", "schema_error"]
 
 
@@ -50,6 +48,7 @@ def schema_error(config: Mapping[str, Any], schema: str | os.PathLike[str]) -> s
     str or None
     """
     import jsonschema
+    import yaml
 
     document = yaml.safe_load(Path(schema).read_text())
     validator = jsonschema.validators.validator_for(document)(document)
@@ -66,11 +65,36 @@ def schema_error(config: Mapping[str, Any], schema: str | os.PathLike[str]) -> s
         if any(":" in k for k in unknown):
             message += f". {_NESTED_HINT}"
         return message
+    names = _valid_names(error.schema) if error.validator in ("anyOf", "pattern") else []
+    if names and isinstance(error.instance, str):
+        return f"config key {_key(path)}: unknown name {error.instance!r}; valid: " + ", ".join(
+            names
+        )
     message = f"config key {_key(path)}: {error.message}"
     wanted = error.schema.get("type") if isinstance(error.schema, Mapping) else None
     if isinstance(error.instance, str) and error.validator == "type" and wanted != "string":
         message += f". {_NESTED_HINT}"
     return message
+
+
+def _valid_names(schema: Any) -> list[str]:
+    """The names a string schema accepts: its enums, and ``^(a|b|npz:.+)$`` patterns'
+    alternatives (a pattern for custom names as its form, e.g. ``package.module:ClassName``)."""
+    import re
+
+    if not isinstance(schema, Mapping):
+        return []
+    names = [str(v) for v in schema.get("enum", [])]
+    pattern = schema.get("pattern")
+    if pattern:
+        match = re.fullmatch(r"\^\(([^()]*)\)\$", pattern)
+        if match:
+            names += [a.replace("npz:.+", "npz:<path>") for a in match.group(1).split("|")]
+        elif ":" in pattern:
+            names.append("package.module:ClassName")
+    for sub in [*schema.get("anyOf", []), *schema.get("oneOf", [])]:
+        names += _valid_names(sub)
+    return names
 
 
 def check_config(config: Mapping[str, Any]) -> None:

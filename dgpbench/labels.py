@@ -125,3 +125,18 @@ def method_order(methods: object) -> list[str]:
     """
     present = set(methods)
     return [m for m in METHOD_LABELS if m in present] + sorted(present - set(METHOD_LABELS))
+
+
+NOT_COMPUTED = "Not computed in this configuration"
+"""The opening of every placeholder table, figure and note, so they read alike."""
+
+
+def not_computed(detail: str) -> str:
+    """The text of a table or figure that this configuration does not compute.
+
+    Examples
+    --------
+    >>> not_computed("No CNN models (config key models.kind).")
+    'Not computed in this configuration. No CNN models (config key models.kind).'
+    """
+    return f"{NOT_COMPUTED}. {detail}"

@@ -394,6 +394,16 @@ def _stored_metrics(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != "seconds"}
 
 
+_EPOCH_LINE = "epoch %d/%d: loss %.4f, accuracy %.4f, validation accuracy %.4f, %.1f s"
+"""The log line of a finished epoch without a terminal (loss and accuracy: the training
+batches since the previous checkpoint)."""
+
+
+def _epoch_values(epoch: float, epochs: int, row: dict[str, Any]) -> tuple:
+    """The values of :data:`_EPOCH_LINE` for a metrics row."""
+    return (int(epoch), epochs, row["train_loss"], row["train_acc"], row["val_acc"], row["seconds"])
+
+
 def _adam(params: Any, config: TrainConfig, **options: Any) -> torch.optim.Adam:
     return torch.optim.Adam(
         params,
@@ -467,7 +477,7 @@ def train_mlp(
     --------
     dgpbench.training.train_mlp_seeds : several seeds of one architecture at once.
     """
-    from tqdm.auto import tqdm
+    from dgpbench.progress import Progress
 
     config = _check_config(config)
     arch = model_arch(arch)
@@ -517,12 +527,8 @@ def train_mlp(
 
         checkpoint(0.0, 0, 0.0, 0, 0)  # the initial state: metrics row, callback, keep="all"
         model.train()
-        bar = tqdm(
-            total=schedule.total_steps,
-            disable=None if progress else True,
-            desc=f"train {dataset or 'mlp'}",
-            unit="batch",
-            leave=False,
+        bar = Progress(
+            schedule.total_steps, f"train {dataset or 'mlp'}", enabled=progress, unit="batch"
         )
         loss_sum, correct, seen = 0.0, 0, 0
         for idx, step, epoch in schedule.batches([order_gen], n_train, dev):
@@ -538,7 +544,9 @@ def train_mlp(
                 seen += len(yb)
             if epoch is not None:
                 checkpoint(epoch, step, loss_sum, correct, seen)
-                bar.set_postfix(val_acc=f"{rows[-1]['val_acc']:.3f}", refresh=False)
+                bar.set_postfix(val_acc=f"{rows[-1]['val_acc']:.3f}")
+                if float(epoch).is_integer():
+                    bar.log(_EPOCH_LINE, *_epoch_values(epoch, config.epochs, rows[-1]))
                 loss_sum, correct, seen = 0.0, 0, 0
             bar.update(1)
         bar.close()

@@ -29,9 +29,15 @@ import numpy as np
 import pandas as pd
 
 from dgpbench.io import save_figure, write_csv, write_text
-from dgpbench.labels import check_unique_labels, dataset_label, method_label, method_order
+from dgpbench.labels import (
+    check_unique_labels,
+    dataset_label,
+    method_label,
+    method_order,
+    not_computed,
+)
 from dgpbench.protocol import detection_ratio
-from dgpbench.tables import tex_escape, to_latex, to_markdown
+from dgpbench.tables import tex_escape, to_html, to_latex, to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +107,8 @@ def _decorate(cells: pd.DataFrame, style: str) -> pd.Series:
         body = np.where(cells["best"], "**" + text + "**", text)
     elif style == "tex":
         body = np.where(cells["best"], r"\textbf{" + text + "}", text)
+    elif style == "html":
+        body = np.where(cells["best"], "<b>" + text + "</b>", text)
     else:
         body = text
     return pd.Series(body, index=cells.index) + star
@@ -114,8 +122,11 @@ def _pivot(
 ) -> pd.DataFrame:
     frame = cells[rows + cols].copy()
     frame["value"] = values.to_numpy()
-    wide = frame.pivot_table(index=rows, columns=cols, values="value", aggfunc="first", sort=False)
-    return wide
+    # observed=True: only the label combinations present (pandas 3's default; pandas 2 would
+    # add an empty row or column for every unused category)
+    return frame.pivot_table(
+        index=rows, columns=cols, values="value", aggfunc="first", sort=False, observed=True
+    )
 
 
 def write_table(
@@ -127,7 +138,8 @@ def write_table(
     title: str,
     label: str,
 ) -> None:
-    """Write ``<stem>.csv`` (long form with intervals), ``<stem>.md`` and ``<stem>.tex``."""
+    """Write ``<stem>.csv`` (long form with intervals), ``<stem>.md``, ``<stem>.tex`` and
+    ``<stem>.html`` (the paper's layout, bold best and stars: the report shows it)."""
     stem = Path(out_stem)
     keep = [
         c
@@ -156,14 +168,25 @@ def write_table(
         stem.with_suffix(".tex"),
         to_latex(_pivot(cells, rows, cols, _decorate(cells, "tex")), tex_escape(title), label),
     )
+    write_text(
+        stem.with_suffix(".html"),
+        to_html(_pivot(cells, rows, cols, _decorate(cells, "html")), title),
+    )
 
 
 def write_empty_table(out_stem: str | os.PathLike, *, title: str, note: str) -> None:
-    """Write the three files of a table that has no data in this configuration, saying why."""
+    """Write the files of a table that has no data in this configuration, saying why
+    (:func:`dgpbench.labels.not_computed`; the workflow's report leaves such tables out)."""
+    import html
+
     stem = Path(out_stem)
+    note = not_computed(note)
     write_csv(stem.with_suffix(".csv"), pd.DataFrame({"note": [note]}))
     write_text(stem.with_suffix(".md"), f"### {title}\n\n{note}\n")
     write_text(stem.with_suffix(".tex"), f"% {title}\n% {note}\n")
+    write_text(
+        stem.with_suffix(".html"), f"<h3>{html.escape(title)}</h3>\n<p>{html.escape(note)}</p>\n"
+    )
 
 
 def _labelled(cells: pd.DataFrame) -> pd.DataFrame:
@@ -239,7 +262,7 @@ def main_table(
     rec = rec[rec["method"].isin(methods)]
     title = "Covariate shift detection ratio (%); bold = best per column and n; * = better of DGP and TU"
     if rec.empty:
-        note = "No MLP with one of the paper's corruptions (GB, GN, PD, UN) in this configuration."
+        note = "No MLP with one of the paper's corruptions GB, GN, PD, UN (config keys models.kind, corruptions)."
         write_empty_table(Path(out_dir) / "table1_shift_detection", title=title, note=note)
         return pd.DataFrame()
     cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
@@ -265,18 +288,23 @@ def ablation_tables(
     rec = shift_records(paper_records(records))
     rec = rec[rec["method"].isin(ABLATION_METHODS) & rec["dataset"].isin(datasets)]
     if rec.empty:
-        note = "No ablation data set in this configuration (config key ablation.datasets)."
+        note = "No ablation data set (config key ablation.datasets)."
         for stem in ("table2_ablation", "table_appendix_ablation_full"):
             write_empty_table(Path(out_dir) / stem, title="Ablation", note=note)
         return pd.DataFrame()
     cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
     cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], ABLATION_METHODS))
-    short = cells[cells["n"].isin(ns_main)]
+    short = cells[cells["n"].isin(ns_main)].copy()
+    # the column header says which level is n: "n = 20 / GB", not "20 / GB"
+    n_values = sorted(short["n"].unique())
+    short["Sample size"] = pd.Categorical(
+        short["n"].map(lambda n: f"n = {n}"), [f"n = {n}" for n in n_values]
+    )
     names = ", ".join(dataset_label(d) for d in datasets)
     write_table(
         short,
         ["Dataset", "Method"],
-        ["n", "Corruption"],
+        ["Sample size", "Corruption"],
         Path(out_dir) / "table2_ablation",
         title=f"Ablation on {names}: detection ratio (%); norm = layer-wise standardisation",
         label="tab:onp:ablation",
@@ -312,7 +340,9 @@ def calibration_table(
         title += f", {kind.upper()}s"
     if rec.empty:
         write_empty_table(
-            Path(out_dir) / stem, title=title, note=f"No {kind} models in this configuration."
+            Path(out_dir) / stem,
+            title=title,
+            note=f"No {kind.upper()} models (config key models.kind).",
         )
         return pd.DataFrame()
     cells = detection_cells(rec, ["dataset", "n", "method"])
@@ -385,7 +415,9 @@ def auroc_table(
     title = "AUROC of clean vs. shifted batches scored by the smallest KS p-value; bold = best"
     cells = auroc_cells(records, methods)
     if cells.empty:
-        write_empty_table(stem, title=title, note="No calibration (delta = 0) draws to compare.")
+        write_empty_table(
+            stem, title=title, note="No calibration (delta = 0) draws to compare with."
+        )
         return cells
     rounded = cells["auroc"].round(3)
     group = [cells[g] for g in ("dataset", "corruption", "n")]
@@ -402,6 +434,8 @@ def auroc_table(
         stem.with_suffix(".tex"),
         to_latex(_pivot(cells, rows, cols, tex), tex_escape(title), "tab:auroc"),
     )
+    html = pd.Series(np.where(cells["best"], "<b>" + text + "</b>", text), index=cells.index)
+    write_text(stem.with_suffix(".html"), to_html(_pivot(cells, rows, cols, html), title))
     return cells
 
 
@@ -424,15 +458,15 @@ def beyond_tables(
             "translation, SH shear, KO knock-out label shift; bold = best per column and n; "
             "* = better of DGP and TU",
             "tab:beyond:shifts",
-            "No shift beyond the paper (corruptions RO, ZO, TR, SH or label_shift) for MLPs in "
-            "this configuration.",
+            "No shift beyond the paper for MLPs (config keys corruptions: RO, ZO, TR, SH; "
+            "label_shift).",
         ),
         "table_cnn": (
             shift_records(_of_kind(records, "cnn")),
             "Shift detection ratio (%) with CNNs (TU, MAGDiff and DGP on the MLP head, Softmax "
             "on the whole network); bold = best per column and n; * = better of DGP and TU",
             "tab:cnn:shifts",
-            "No CNN models in this configuration (models.kind).",
+            "No CNN models (config key models.kind).",
         ),
     }
     tables = {}
@@ -463,10 +497,14 @@ def _message_figure(message: str, stem: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 1.5))
-    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    ax.text(0.5, 0.5, not_computed(message), ha="center", va="center", wrap=True)
     ax.set_axis_off()
     save_figure(fig, stem, bbox_inches="tight")
     plt.close(fig)
+
+
+BAND_ALPHA = 0.35
+"""Opacity of the Wilson-interval bands of the line figures (0.2 was barely visible)."""
 
 
 def _lineplot_grid(
@@ -491,6 +529,7 @@ def _lineplot_grid(
         row=row,
         col=col,
         kind="line",
+        errorbar=None,  # the bands are the Wilson intervals, drawn below
         markers=True,
         dashes=False,
         height=2.6,
@@ -503,8 +542,15 @@ def _lineplot_grid(
         for label, g in data.groupby("Method", observed=True):
             g = g.sort_values("n")
             ax.fill_between(
-                g["n"], g["ci_low_pct"], g["ci_high_pct"], color=palette[label], alpha=0.2, lw=0
+                g["n"],
+                g["ci_low_pct"],
+                g["ci_high_pct"],
+                color=palette[label],
+                alpha=BAND_ALPHA,
+                lw=0,
             )
+            for edge in ("ci_low_pct", "ci_high_pct"):  # edges keep overlapping bands apart
+                ax.plot(g["n"], g[edge], color=palette[label], lw=0.6, ls=":", alpha=0.9)
 
     grid.map_dataframe(wilson_band)
     for ax in grid.axes.flat:
@@ -526,13 +572,15 @@ def figures(
     out_dir: str | os.PathLike,
     methods: Sequence[str] = MAIN_METHODS,
     pool_deltas: Sequence[float] | None = None,
+    alpha: float = 0.05,
 ) -> list[Path]:
     """Gaussian noise by n per data set; by delta; overview of all corruptions (MLPs, the
     paper's corruptions); and ``fig_beyond``: the shifts beyond the paper (MLPs) and every
     shift for CNNs, by n.
 
     The by-n, overview and beyond figures pool ``pool_deltas`` (None: every delta); the
-    by-delta figure shows every delta that was run.
+    by-delta figure shows every delta that was run. ``alpha`` (the protocol's level) is
+    marked in the calibration figure.
     """
     out = Path(out_dir)
     beyond = _beyond_figure(pooled_records(records, pool_deltas), out / "fig_beyond", methods)
@@ -553,22 +601,22 @@ def figures(
             out / "fig_gn_by_n",
         )
         cells = _labelled(detection_cells(gn, ["dataset", "delta", "n", "method"]))
-        cells["delta"] = cells["delta"].map(lambda d: f"δ = {d:g}")
+        cells["δ"] = cells["delta"].map(lambda d: f"{d:g}")  # panel titles "δ = 0.25"
         _lineplot_grid(
             cells,
             "Dataset",
-            "delta",
+            "δ",
             "Gaussian noise: detection ratio by corrupted fraction δ",
             out / "fig_gn_by_delta",
         )
     else:  # the workflow declares these files whatever the configured corruptions
         for stem in ("fig_gn_by_n", "fig_gn_by_delta"):
-            _message_figure(
-                "Gaussian noise (GN) is not among the configured corruptions.", out / stem
-            )
+            _message_figure("No Gaussian noise (GN) among the corruptions.", out / stem)
     written += [out / "fig_gn_by_n.png", out / "fig_gn_by_delta.png"]
     if pooled.empty:
-        _message_figure("No MLP with one of the paper's corruptions.", out / "fig_overview")
+        _message_figure(
+            "No MLP with one of the paper's corruptions GB, GN, PD, UN.", out / "fig_overview"
+        )
     else:
         cells = _labelled(detection_cells(pooled, ["dataset", "corruption", "n", "method"]))
         _lineplot_grid(
@@ -579,14 +627,21 @@ def figures(
             out / "fig_overview",
         )
     written.append(out / "fig_overview.png")
-    written.append(calibration_figure(paper_records(records), out, methods))
+    written.append(calibration_figure(paper_records(records), out, methods, alpha=alpha))
     return [*written, beyond]
 
 
 def calibration_figure(
-    records: pd.DataFrame, out_dir: str | os.PathLike, methods: Sequence[str] | None = None
+    records: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    methods: Sequence[str] | None = None,
+    alpha: float = 0.05,
 ) -> Path:
     """Empirical CDF of the clean-vs-clean smallest p-values against the uniform CDF.
+
+    Both axes show [0, max(0.2, 2 alpha)], the region where a test's level is read (on a
+    0-1 axis it is a sliver), with ``alpha`` marked: the curve's height there is the false
+    detection rate.
 
     With the records' ``n_features`` column (``d``) the p-value is Bonferroni-adjusted,
     ``min(d * min_p, 1)``, so the curve at ``alpha`` is the false detection rate of the
@@ -625,13 +680,19 @@ def calibration_figure(
         aspect=1.0,
         facet_kws={"margin_titles": True},
     )
+    top = max(0.2, 2 * alpha)
     for ax in grid.axes.flat:
-        ax.plot([0, 1], [0, 1], color="0.4", ls="--", lw=0.8)
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.01)
-        ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
+        ax.plot([0, top], [0, top], color="0.4", ls="--", lw=0.8)
+        ax.axvline(alpha, color="firebrick", lw=0.8, ls=":")
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_xticks([0, alpha, top], ["0", rf"$\alpha$ = {alpha:g}", f"{top:g}"])
     grid.set_axis_labels(xlabel, "share of clean batches")
-    grid.figure.suptitle("Calibration: clean-vs-clean p-values against uniform (dashed)", y=1.02)
+    grid.figure.suptitle(
+        "Calibration: clean-vs-clean p-values against uniform (dashed); at alpha (dotted) the\n"
+        "curve's height is the false detection rate",
+        y=1.05,
+    )
     save_figure(grid.figure, stem, bbox_inches="tight")
     plt.close(grid.figure)
     return stem.with_suffix(".png")
@@ -643,7 +704,7 @@ def _beyond_figure(records: pd.DataFrame, stem: Path, methods: Sequence[str]) ->
     kind = rec["kind"] if "kind" in rec else pd.Series("mlp", index=rec.index)
     rec = rec[(kind == "cnn") | rec["corruption"].isin(BEYOND_ORDER)].copy()
     if rec.empty:
-        _message_figure("No shift beyond the paper and no CNN in this configuration.", stem)
+        _message_figure("No shift beyond the paper and no CNN.", stem)
         return stem.with_suffix(".png")
     rec["kind"] = kind.loc[rec.index].str.upper()
     cells = _labelled(detection_cells(rec, ["dataset", "kind", "corruption", "n", "method"]))

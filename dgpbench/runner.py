@@ -2,14 +2,17 @@
 
 A run killed with SIGKILL (or a power loss) leaves Snakemake's directory lock behind, and the
 next ``snakemake`` refuses to start until someone runs ``--unlock`` by hand. ``dgpbench run``
-holds an OS file lock (``flock``) on ``.snakemake/dgpbench-run.lock`` for as long as it runs;
-the kernel releases that lock when the process dies, however it dies, so two ``dgpbench run``
-never share a directory. A Snakemake lock can still be live without a ``dgpbench run``: a
-plain ``snakemake`` in the same folder, or the Snakemake (and its jobs) that outlive a killed
-``dgpbench run``. Snakemake's lock files hold no process ids, so liveness is read from the
-processes themselves: the lock is removed (``snakemake --unlock``) only when no other
-process works in the directory (its current directory is the working directory or below it;
-shells waiting there are ignored). Otherwise the run stops and names those processes.
+holds an OS file lock (``flock``) on ``.snakemake/dgpbench-run.lock`` for as long as it runs,
+so two ``dgpbench run`` on one machine never share a directory, and records who took
+Snakemake's lock in ``.snakemake/dgpbench-run.owner.json``: host, PIDs of itself and of
+Snakemake, a run id that every job inherits (``DGPBENCH_RUN_ID``), and the identity (inode,
+mtime) of the lock files Snakemake wrote. Snakemake's own lock files name no process, so
+the next ``dgpbench run`` removes a lock only when that record proves it stale: the same
+lock files, taken on this host, and no process of that run (``dgpbench run``, Snakemake, a
+job) alive. A lock taken on another host (a shared file system, e.g. two login nodes of a
+cluster), by a plain ``snakemake``, or by a run that is still alive stops the run with a
+message saying how to unlock (``dgpbench run ... --unlock`` once no run is active). An editor
+or notebook sitting in the folder does not block recovery.
 Outputs of jobs that were killed are then redone by ``--rerun-incomplete`` (set in the
 profiles), and every step writes atomically, so the resumed run ends as an uninterrupted one.
 """
@@ -18,15 +21,23 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import importlib.util
+import json
 import logging
 import os
+import socket
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 from dgpbench.commands import SUBCOMMANDS, CommandError
 
 log = logging.getLogger(__name__)
+
+OWNER_FILE = "dgpbench-run.owner.json"
+RUN_ID_ENV = "DGPBENCH_RUN_ID"
 
 
 def _directory(snakemake_args: list[str]) -> Path:
@@ -39,33 +50,102 @@ def _directory(snakemake_args: list[str]) -> Path:
     return Path.cwd()
 
 
-# Interactive shells (and the shells that wrap Snakemake's jobs, whose commands are their
-# children) sitting in the directory do not hold the lock.
-_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "fish", "ksh", "tcsh", "csh", "tmux", "screen"})
+def _has_snakefile(snakemake_args: list[str]) -> bool:
+    """Whether Snakemake will find a Snakefile: ``--snakefile``/``-s`` given, or one of the
+    places it looks in the current directory."""
+    if any(a in ("--snakefile", "-s") or a.startswith("--snakefile=") for a in snakemake_args):
+        return True
+    names = ("Snakefile", "snakefile", "workflow/Snakefile", "workflow/snakefile")
+    return any(Path(name).is_file() for name in names)
 
 
-def lock_holders(workdir: str | os.PathLike[str]) -> list[str]:
-    """Processes that work in ``workdir``: ``"PID (command line)"`` for each.
+def _lock_files(workdir: Path) -> dict[str, list[int]]:
+    """Snakemake's lock files in ``workdir``: name -> [inode, mtime in ns]."""
+    locks = workdir / ".snakemake" / "locks"
+    if not locks.is_dir():
+        return {}
+    found = {}
+    for path in sorted(locks.iterdir()):
+        with_stat = path.stat()
+        found[path.name] = [with_stat.st_ino, with_stat.st_mtime_ns]
+    return found
 
-    A process counts when its current directory is ``workdir`` or inside it (Snakemake and
-    its jobs run there). This process, its ancestors and shells are left out; processes whose
-    details cannot be read (another user's) are skipped.
+
+def _read_owner(workdir: Path) -> dict | None:
+    try:
+        record = json.loads((workdir / ".snakemake" / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _write_owner(workdir: Path, record: dict) -> None:
+    from dgpbench.io import write_text
+
+    write_text(workdir / ".snakemake" / OWNER_FILE, json.dumps(record, indent=1))
+
+
+def _run_processes(record: dict) -> list[str]:
+    """Live processes of the recorded run on this host: ``"PID (command line)"`` each.
+
+    ``dgpbench run`` and its Snakemake by PID (a PID reused by a process started later does
+    not count), and every process carrying the run's id in its environment (its jobs).
+    Processes of other users, whose details cannot be read, are skipped.
     """
     import psutil
 
-    root = Path(workdir).resolve()
-    me = psutil.Process()
-    skip = {me.pid, *(p.pid for p in me.parents())}
-    holders = []
-    for proc in psutil.process_iter(["pid", "name", "cwd", "cmdline"]):
+    started = float(record.get("started", 0))
+    pids = {int(p) for p in (record.get("pid"), record.get("snakemake_pid")) if p}
+    run_id = record.get("run_id")
+    alive = []
+    for proc in psutil.process_iter(["pid", "name", "cmdline", "create_time", "status"]):
         info = proc.info
-        if info["pid"] in skip or not info["cwd"] or info["name"] in _SHELLS:
+        if info["status"] == psutil.STATUS_ZOMBIE:  # dead, waiting for a parent to reap it
             continue
-        cwd = Path(info["cwd"])
-        if cwd == root or root in cwd.parents:
+        mine = info["pid"] in pids and (info["create_time"] or 0) <= started + 5
+        if not mine and run_id:
+            try:
+                mine = proc.environ().get(RUN_ID_ENV) == run_id
+            except (psutil.Error, OSError):
+                mine = False
+        if mine:
             command = " ".join(info["cmdline"] or [info["name"] or "?"])
-            holders.append(f"{info['pid']} ({command[:120]})")
-    return holders
+            alive.append(f"{info['pid']} ({command[:120]})")
+    return alive
+
+
+def _unlock_hint(snakemake_args: list[str]) -> str:
+    import shlex
+
+    return "dgpbench run " + shlex.join([*snakemake_args, "--unlock"])
+
+
+def check_stale_lock(workdir: Path, snakemake_args: list[str]) -> None:
+    """Decide about Snakemake's lock in ``workdir``: return when it is stale (to be removed),
+    raise :class:`~dgpbench.commands.CommandError` saying why and how to unlock otherwise.
+    """
+    record = _read_owner(workdir)
+    hint = (
+        f"if no run is active in {workdir} (on any machine), remove the lock with "
+        f"`{_unlock_hint(snakemake_args)}`"
+    )
+    if record is None or record.get("locks") != _lock_files(workdir):
+        raise CommandError(
+            f"Snakemake's lock in {workdir} was not taken by a `dgpbench run` recorded there "
+            f"(a plain `snakemake`, or a run from elsewhere): {hint}"
+        )
+    host, pid = record.get("host"), record.get("pid")
+    if host != socket.gethostname():
+        raise CommandError(
+            f"Snakemake's lock in {workdir} was taken by `dgpbench run` (PID {pid}) on host "
+            f"{host}, which this machine cannot check: {hint}"
+        )
+    alive = _run_processes(record)
+    if alive:
+        raise CommandError(
+            f"Snakemake's lock in {workdir} is live: processes of the run that took it still "
+            f"work ({'; '.join(alive[:5])}). Wait for them or stop them; {hint}"
+        )
 
 
 def _check_config_overrides(snakemake_args: list[str]) -> None:
@@ -106,10 +186,20 @@ def run_snakemake(snakemake_args: list[str]) -> int:
     Raises
     ------
     dgpbench.commands.CommandError
-        If another ``dgpbench run`` is active in the same working directory, or Snakemake's
-        lock there is held by live processes.
+        If Snakemake is not installed, there is no workflow to run, another ``dgpbench run``
+        is active in the same working directory, or Snakemake's lock there is not provably
+        stale (see :func:`check_stale_lock`).
     """
     _check_config_overrides(snakemake_args)
+    if not all(importlib.util.find_spec(m) for m in ("snakemake", "psutil")):
+        raise CommandError(
+            "dgpbench run needs the workflow extra: pip install 'dgpbench[workflow]'"
+        )
+    if not _has_snakefile(snakemake_args):
+        raise CommandError(
+            f"no Snakefile in {Path.cwd()}: the workflow ships with the repository, not the "
+            "package; run this in a clone of dgpbench (or pass --snakefile CLONE/Snakefile)"
+        )
     workdir = _directory(snakemake_args)
     lock_path = workdir / ".snakemake" / "dgpbench-run.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,23 +209,53 @@ def run_snakemake(snakemake_args: list[str]) -> int:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise CommandError(f"another `dgpbench run` is active in {workdir}") from None
-        locks = workdir / ".snakemake" / "locks"
-        if locks.is_dir() and any(locks.iterdir()):
-            holders = lock_holders(workdir)
-            if holders:
-                raise CommandError(
-                    f"Snakemake's lock in {workdir} is live: processes still work there "
-                    f"({'; '.join(holders[:5])}). Wait for them or stop them; if they do not "
-                    "belong to a run, remove the lock with `snakemake --unlock`"
-                )
+        if "--unlock" in snakemake_args:  # the user's explicit unlock: Snakemake's own
+            (workdir / ".snakemake" / OWNER_FILE).unlink(missing_ok=True)
+            return subprocess.run([*snakemake, *snakemake_args]).returncode
+        if _lock_files(workdir):
+            check_stale_lock(workdir, snakemake_args)
             log.warning("removing the Snakemake lock left by an interrupted run in %s", workdir)
             unlock = [a for a in snakemake_args if a not in ("-n", "--dry-run")]
             subprocess.run([*snakemake, *unlock, "--unlock"], check=True, stdout=subprocess.DEVNULL)
-        return subprocess.run([*snakemake, *snakemake_args]).returncode
+        return _run_recorded(snakemake, snakemake_args, workdir)
+
+
+def _run_recorded(snakemake: list[str], snakemake_args: list[str], workdir: Path) -> int:
+    """Run Snakemake, recording this run as the owner of the lock files it writes."""
+    record = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "run_id": uuid.uuid4().hex,
+        "started": time.time(),
+        "locks": {},
+    }
+    env = {**os.environ, RUN_ID_ENV: record["run_id"]}
+    proc = subprocess.Popen([*snakemake, *snakemake_args], env=env)
+    record["snakemake_pid"] = proc.pid
+    _write_owner(workdir, record)
+    try:
+        while proc.poll() is None:
+            locks = _lock_files(workdir)
+            if locks and locks != record["locks"]:
+                record["locks"] = locks
+                _write_owner(workdir, record)
+            time.sleep(0.2)
+    except KeyboardInterrupt:  # Snakemake got the same Ctrl-C: let it finish its clean-up
+        proc.wait()
+        raise
+    if not _lock_files(workdir):
+        (workdir / ".snakemake" / OWNER_FILE).unlink(missing_ok=True)
+    return proc.returncode
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("snakemake_args", nargs="*", help="arguments for snakemake, e.g. --cores 2")
+    p.add_argument(
+        "snakemake_args",
+        nargs="*",
+        metavar="SNAKEMAKE_ARGS",
+        help="passed to snakemake unchanged, e.g. --cores 2 --configfile config/paper.yaml "
+        "-n; every option of `snakemake --help` works here",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -75,11 +75,18 @@ def _train_args(p: argparse.ArgumentParser) -> None:
         help="model seeds: train them at once, one folder per seed (h<hidden>-l<layers>-s<seed>) "
         "under --out-dir",
     )
-    p.add_argument("--activation", default="relu", choices=["relu", "tanh"])
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--epochs", type=_positive_int, default=40)
-    p.add_argument("--batch-size", type=_positive_int, default=32)
-    p.add_argument("--val-fraction", type=float, default=0.2)
+    p.add_argument(
+        "--activation", default="relu", choices=["relu", "tanh"], help="hidden activation"
+    )
+    p.add_argument("--lr", type=float, default=3e-4, help="Adam learning rate")
+    p.add_argument("--epochs", type=_positive_int, default=40, help="training epochs")
+    p.add_argument("--batch-size", type=_positive_int, default=32, help="training batch size")
+    p.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.2,
+        help="share of the training split held out for validation",
+    )
     p.add_argument("--threads", type=_positive_int, default=None, help="torch threads")
     p.add_argument(
         "--device", default="cpu", choices=DEVICE_OPTIONS, help="where to train (auto: GPU if any)"
@@ -118,13 +125,13 @@ def _train(args: argparse.Namespace) -> None:
     out = Path(args.out_dir)
     if args.seeds is None:
         finals = [
-            train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=False,
+            train_mlp(x, y, arch, config, out, dataset=args.dataset, progress=True,
                       device=args.device)
         ]  # fmt: skip
     else:
         dirs = [out / model_id(args.hidden, args.layers, s) for s in args.seeds]
         finals = train_mlp_seeds(
-            x, y, arch, config, args.seeds, dirs, dataset=args.dataset, progress=False,
+            x, y, arch, config, args.seeds, dirs, dataset=args.dataset, progress=True,
             device=args.device,
         )  # fmt: skip
     for final in finals:
@@ -175,7 +182,7 @@ def _train_cnn(args: argparse.Namespace) -> None:
             threads=args.threads,
         )
         final = train_mlp(
-            x, y, arch, config, folder, dataset=args.dataset, progress=False, device=args.device
+            x, y, arch, config, folder, dataset=args.dataset, progress=True, device=args.device
         )
         os.replace(final, folder / "model.pt")
         log.info("trained %s (seed %d) -> %s", arch, seed, folder / "model.pt")
@@ -185,12 +192,14 @@ def _train_cnn(args: argparse.Namespace) -> None:
 # images / corrupt
 # --------------------------------------------------------------------------------------------
 def _images_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--data-root", default=None)
-    p.add_argument("--download", action="store_true")
-    p.add_argument("--n-refs", type=_positive_int, default=1000)
-    p.add_argument("--n-test", type=_positive_int, default=1000)
-    p.add_argument("--seed", type=int, default=112)
+    p.add_argument(
+        "--dataset", required=True, help="data set name (digits, mnist, ..., npz:<path>)"
+    )
+    p.add_argument("--data-root", default=None, help="torchvision data root")
+    p.add_argument("--download", action="store_true", help="download missing data (network)")
+    p.add_argument("--n-refs", type=_positive_int, default=1000, help="labelled reference images")
+    p.add_argument("--n-test", type=_positive_int, default=1000, help="clean test images")
+    p.add_argument("--seed", type=int, default=112, help="seed of the image selection")
     p.add_argument("--out", required=True, help="output .npz (x_ref, y_ref, x_test, y_test)")
 
 
@@ -215,8 +224,10 @@ def _corrupt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="selects the intensity table")
     p.add_argument("--images", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corruption", required=True, help="GB, GN, PD, UN, RO, ZO, TR or SH")
-    p.add_argument("--intensities", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
-    p.add_argument("--seed", type=int, default=112)
+    p.add_argument(
+        "--intensities", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6], help="intensities 1-6"
+    )
+    p.add_argument("--seed", type=int, default=112, help="seed of the corruption noise")
     p.add_argument("--out", required=True, help="output .npz with one array per intensity")
 
 
@@ -256,7 +267,7 @@ def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help=_MODEL_HELP)
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
-    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument(
         "--device", default="cpu", choices=DEVICE_OPTIONS, help="forward pass (auto: GPU if any)"
@@ -267,11 +278,12 @@ def _features_args(p: argparse.ArgumentParser) -> None:
 
 
 def _features(args: argparse.Namespace) -> None:
-    from tqdm.auto import tqdm
+    import time
 
     from dgpbench.method_output import fit_method, transform_method
     from dgpbench.methods import make_features
     from dgpbench.models import torch_threads
+    from dgpbench.progress import Progress
 
     clean = load_npz(args.clean)
     _require(clean, args.clean, ["x_ref", "y_ref", "x_test"], "images")
@@ -299,10 +311,16 @@ def _features(args: argparse.Namespace) -> None:
             device=args.device,
         )
         fit_method(est, clean["x_ref"], clean["y_ref"], args.method)
-        feats = {
-            key: transform_method(est, x, args.method, f"image set {key} of {source[key]}")
-            for key, x in tqdm(sets.items(), desc=f"features {args.method}", disable=None)
-        }
+        feats = {}
+        with Progress(len(sets), f"features {args.method}", unit="set") as bar:
+            for i, (key, x) in enumerate(sets.items(), 1):
+                start = time.perf_counter()
+                feats[key] = transform_method(
+                    est, x, args.method, f"image set {key} of {source[key]}"
+                )
+                bar.update()
+                seconds = time.perf_counter() - start
+                bar.log("%s (%d/%d): %d images, %.1f s", key, i, len(sets), len(x), seconds)
     widths = {f.shape[1] for f in feats.values()}
     if len(widths) != 1:
         raise ValueError(
@@ -336,17 +354,22 @@ def _score_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", required=True, help=".npz with images x: the batch under test")
     p.add_argument("--method", default="dgp", help=_METHOD_HELP + " (default: dgp)")
     p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
-    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
+    p.add_argument(
+        "--correction",
+        default="bonferroni",
+        choices=["bonferroni", "fdr", "none"],
+        help="multiple-testing correction over the features",
+    )
     p.add_argument(
         "--test",
         default="ks",
         choices=["ks", "mmd", "chi2", "classif"],
-        help="two-sample test: ks per feature (default), mmd, chi2 (on --method bbsdh), "
+        help="two-sample test: ks per feature, mmd, chi2 (on --method bbsdh), "
         "classif (a domain classifier on the images; --method is not used)",
     )
     p.add_argument("--permutations", type=_positive_int, default=1000, help="MMD permutations")
     p.add_argument("--seed", type=int, default=0, help="seed of the mmd/classif test")
-    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.epilog = (
@@ -529,14 +552,15 @@ def _fit_args(p: argparse.ArgumentParser) -> None:
         help=".npz with labelled images x, y: class means (optional for --method softmax)",
     )
     p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
-    p.add_argument(
-        "--method",
-        default="dgp",
-        help="softmax, tu, tu_norm, magdiff, magdiff_signed, dgp or dgp_nonorm (default: dgp)",
-    )
+    p.add_argument("--method", default="dgp", help=_METHOD_HELP)
     p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
-    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
-    p.add_argument("--batch-size", type=_positive_int, default=256)
+    p.add_argument(
+        "--correction",
+        default="bonferroni",
+        choices=["bonferroni", "fdr", "none"],
+        help="multiple-testing correction over the features",
+    )
+    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument("--out", required=True, help="the detector file to write (.npz)")
 
@@ -558,10 +582,17 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--features", required=True, help="features .npz from `dgpbench features`")
     p.add_argument("--ns", type=int, nargs="+", required=True, help="batch sizes n")
     p.add_argument("--deltas", type=float, nargs="+", required=True, help="corrupted ratios")
-    p.add_argument("--draws", type=_positive_int, default=100)
-    p.add_argument("--seed", type=int, default=112)
-    p.add_argument("--alpha", type=_significance, default=0.05)
-    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
+    p.add_argument(
+        "--draws", type=_positive_int, default=100, help="bootstrap draws per (n, delta)"
+    )
+    p.add_argument("--seed", type=int, default=112, help="seed of the draws")
+    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
+    p.add_argument(
+        "--correction",
+        default="bonferroni",
+        choices=["bonferroni", "fdr", "none"],
+        help="multiple-testing correction over the features",
+    )
     p.add_argument("--no-calibration", action="store_true", help="skip the delta = 0 draws")
     p.add_argument(
         "--labels", default=None, help="clean image set (.npz, its y_test) for the KO label shift"
@@ -591,6 +622,9 @@ def _parse_tags(tags: list[str]) -> dict[str, str]:
 
 
 def _detect(args: argparse.Namespace) -> None:
+    import time
+
+    from dgpbench.progress import Progress
     from dgpbench.protocol import bootstrap_detection
 
     feats = load_npz(args.features)
@@ -613,13 +647,20 @@ def _detect(args: argparse.Namespace) -> None:
         "correction": None if args.correction == "none" else args.correction,
     }
     frames = []
+    bar = Progress(len(feats) + (not args.no_calibration), "detect", unit="set")
+    start = time.perf_counter()
     if not args.no_calibration:
         rec = bootstrap_detection(clean, None, deltas=[0.0], **common)
         frames.append(rec.assign(corruption="none", intensity=0))
+        bar.update()
+        bar.log("calibration (delta = 0): %d draws, %.1f s", len(rec), time.perf_counter() - start)
     for key in sorted(feats):
         code, intensity = parse_feature_key(key)
         rec = bootstrap_detection(clean, feats[key], deltas=args.deltas, **common)
         frames.append(rec.assign(corruption=code, intensity=intensity))
+        bar.update()
+        bar.log("%s: %d draws, %.1f s", key, len(rec), time.perf_counter() - start)
+    bar.close()
     if args.knockout_intensities:
         rec = label_shift_detection(
             clean,
@@ -705,9 +746,25 @@ def _pool_deltas_arg(p: argparse.ArgumentParser) -> None:
 
 def _tables_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", required=True, help="aggregated records CSV")
-    p.add_argument("--methods", nargs="+", default=["softmax", "tu", "magdiff", "dgp"])
-    p.add_argument("--ablation-datasets", nargs="+", default=["none"])
-    p.add_argument("--ablation-ns", type=int, nargs="+", default=[20, 50, 100])
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=["softmax", "tu", "magdiff", "dgp"],
+        help="methods of Table 1, in column order",
+    )
+    p.add_argument(
+        "--ablation-datasets",
+        nargs="+",
+        default=["none"],
+        help="data sets of the ablation tables (none: no ablation)",
+    )
+    p.add_argument(
+        "--ablation-ns",
+        type=int,
+        nargs="+",
+        default=[20, 50, 100],
+        help="sample sizes n of the ablation table",
+    )
     _pool_deltas_arg(p)
     p.add_argument(
         "--alpha",
@@ -715,7 +772,7 @@ def _tables_args(p: argparse.ArgumentParser) -> None:
         default=0.05,
         help="significance level of the records (caption)",
     )
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="folder for the tables (.csv, .md, .tex)")
 
 
 def _tables(args: argparse.Namespace) -> None:
@@ -738,10 +795,18 @@ def _tables(args: argparse.Namespace) -> None:
 
 
 def _figures_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--records", required=True)
-    p.add_argument("--methods", nargs="+", default=["softmax", "tu", "magdiff", "dgp"])
+    p.add_argument("--records", required=True, help="aggregated records CSV")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=["softmax", "tu", "magdiff", "dgp"],
+        help="methods drawn, in legend order",
+    )
     _pool_deltas_arg(p)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level (marked in fig_calibration)"
+    )
+    p.add_argument("--out-dir", required=True, help="folder for the figures (.png, .pdf)")
 
 
 def _figures(args: argparse.Namespace) -> None:
@@ -752,6 +817,7 @@ def _figures(args: argparse.Namespace) -> None:
         args.out_dir,
         methods=args.methods,
         pool_deltas=args.pool_deltas,
+        alpha=args.alpha,
     )
     log.info("figures -> %s", [str(p) for p in written])
 
@@ -787,7 +853,7 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
         "default: the paper's Table 1 shipped with dgpbench",
     )
     p.add_argument("--name", default="comparison_table1", help="output file-name stem")
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="folder for the comparison files")
 
 
 def _compare(args: argparse.Namespace) -> None:
@@ -809,9 +875,14 @@ def _compare(args: argparse.Namespace) -> None:
 
 SUBCOMMANDS.update(
     {
-        "train": ("Train one MLP and write model.pt + metrics.csv.", _train_args, _train),
+        "train": (
+            "Train an MLP (--seed) or several seeds of one at once (--seeds); write model.pt "
+            "and metrics.csv per model.",
+            _train_args,
+            _train,
+        ),
         "train-cnn": (
-            "Train one CNN (two conv blocks + MLP head) and write model.pt + metrics.csv.",
+            "Train a CNN (two conv blocks + MLP head) per seed; write model.pt and metrics.csv.",
             _train_cnn_args,
             _train_cnn,
         ),
@@ -834,7 +905,11 @@ SUBCOMMANDS.update(
             _fit,
         ),
         "aggregate": ("Concatenate bootstrap records.", _aggregate_args, _aggregate),
-        "tables": ("Write the paper's tables (CSV, Markdown, LaTeX).", _tables_args, _tables),
+        "tables": (
+            "Write the paper's tables (CSV, Markdown, LaTeX, HTML).",
+            _tables_args,
+            _tables,
+        ),
         "figures": ("Write the detection-ratio figures (PNG, PDF).", _figures_args, _figures),
         "compare": (
             "Compare this run's Table 1 with a published one (CSV, Markdown).",

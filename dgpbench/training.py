@@ -47,11 +47,13 @@ from torch.nn import functional as F
 from dgpbench._device import resolve_device
 from dgpbench._validation import check_int
 from dgpbench.models import (
+    _EPOCH_LINE,
     ACTIVATIONS,
     ArchConfig,
     TrainConfig,
     _adam,
     _check_config,
+    _epoch_values,
     _metrics_row,
     _schedule,
     _seed_streams,
@@ -347,7 +349,7 @@ def train_mlp_seeds(
     --------
     dgpbench.models.train_mlp : one model.
     """
-    from tqdm.auto import tqdm
+    from dgpbench.progress import Progress
 
     config = _check_config(config)
     arch = arch if isinstance(arch, ArchConfig) else ArchConfig(**arch)
@@ -421,12 +423,11 @@ def train_mlp_seeds(
             return torch.zeros(n_models, dtype=dtype, device=dev)
 
         checkpoint(0.0, 0, zeros(torch.float64), zeros(torch.int64), 0)
-        bar = tqdm(
-            total=schedule.total_steps,
-            disable=None if progress else True,
-            desc=f"train {dataset or 'mlp'} x{n_models}",
+        bar = Progress(
+            schedule.total_steps,
+            f"train {dataset or 'mlp'} x{n_models}",
+            enabled=progress,
             unit="batch",
-            leave=False,
         )
         # Running sums stay on the device: no host synchronisation between checkpoints.
         loss_sum, correct, seen = zeros(torch.float64), zeros(torch.int64), 0
@@ -443,7 +444,11 @@ def train_mlp_seeds(
                 seen += yb.shape[1]
             if epoch is not None:
                 checkpoint(epoch, step, loss_sum, correct, seen)
-                bar.set_postfix(val_acc=f"{rows[0][-1]['val_acc']:.3f}", refresh=False)
+                bar.set_postfix(val_acc=f"{rows[0][-1]['val_acc']:.3f}")
+                if float(epoch).is_integer():
+                    for seed, seed_rows in zip(seeds, rows, strict=True):
+                        line = f"seed {seed}, {_EPOCH_LINE}"
+                        bar.log(line, *_epoch_values(epoch, config.epochs, seed_rows[-1]))
                 loss_sum, correct, seen = zeros(torch.float64), zeros(torch.int64), 0
             bar.update(1)
         bar.close()

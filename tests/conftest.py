@@ -49,3 +49,15 @@ def shared_data_root() -> Path:
     if root is None:
         pytest.skip("real MNIST not found in $DGPBENCH_DATA_ROOT or <repo>/../shared/data")
     return root
+
+
+# Test modules that run Snakemake end to end: marked `workflow`, so that CI's floor job
+# (.ci/floor: the library on its oldest dependencies) can leave them out.
+_WORKFLOW_MODULES = frozenset({"test_runner.py", "test_slurm.py"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if "workflow" in name or name in _WORKFLOW_MODULES:
+            item.add_marker(pytest.mark.workflow)

@@ -1,20 +1,55 @@
-"""The README's Python code blocks run as written, in order, in one namespace."""
+"""The Python code blocks of the README and the docs run as written, in one namespace.
+
+The README first, then the pages of the documentation site in the order of mkdocs.yml's nav
+(a page continues the quick start's session). The site's home repeats the README's quick
+start: the two must be the same code, which runs once.
+"""
 
 import contextlib
 import io
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import yaml
 from _workflow import REPO
 
 from dgpbench.methods import make_features
 
 
+def blocks_of(path: Path) -> list[str]:
+    """Every fenced ```python block of a Markdown file, in order."""
+    return re.findall(r"^```python\n(.*?)^```", path.read_text(), re.S | re.M)
+
+
+def _nav_files(nav) -> list[str]:
+    """The Markdown files of a mkdocs nav, in order."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [f for value in nav.values() for f in _nav_files(value)]
+    return [f for item in nav for f in _nav_files(item)]
+
+
+def doc_pages() -> list[Path]:
+    """The documentation site's pages in nav order (mkdocs.yml)."""
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]
+    return [REPO / "docs" / name for name in _nav_files(nav)]
+
+
+def code_sources() -> list[tuple[Path, list[str]]]:
+    """(file, its python blocks) in execution order; the site's home (the README's quick
+    start again) is left out."""
+    return [(REPO / "README.md", blocks_of(REPO / "README.md"))] + [
+        (page, blocks_of(page)) for page in doc_pages() if page.name != "index.md"
+    ]
+
+
 def python_blocks() -> list[str]:
-    """Every fenced ```python block of README.md, in order."""
-    return re.findall(r"^```python\n(.*?)^```", (REPO / "README.md").read_text(), re.S | re.M)
+    """Every python block of the README and the docs, in execution order."""
+    return [block for _, blocks in code_sources() for block in blocks]
 
 
 def custom_method_module() -> str:
@@ -30,12 +65,23 @@ def readme_run(tmp_path_factory):
     namespace: dict = {"__name__": "readme"}
     outputs = []
     with contextlib.chdir(workdir):
-        for block in python_blocks():
-            stdout = io.StringIO()
-            with contextlib.redirect_stdout(stdout):
-                exec(compile(block, "README.md", "exec"), namespace)
-            outputs.append(stdout.getvalue())
+        for path, blocks in code_sources():
+            for block in blocks:
+                stdout = io.StringIO()
+                with contextlib.redirect_stdout(stdout):
+                    exec(compile(block, str(path.relative_to(REPO)), "exec"), namespace)
+                outputs.append(stdout.getvalue())
     return {"namespace": namespace, "outputs": outputs, "dir": workdir}
+
+
+def test_site_home_repeats_the_readme_quick_start():
+    assert blocks_of(REPO / "docs" / "index.md") == blocks_of(REPO / "README.md")
+
+
+def test_every_docs_page_is_in_the_nav():
+    pages = {p.name for p in doc_pages()}
+    assert all(p.is_file() for p in doc_pages())
+    assert {p.name for p in (REPO / "docs").glob("*.md")} <= pages
 
 
 def test_readme_has_the_quick_start_and_the_custom_method():

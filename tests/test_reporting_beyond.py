@@ -99,7 +99,7 @@ def test_beyond_tables_without_data_say_why(tmp_path):
     for stem, word in (
         ("table_beyond_shifts", "No shift beyond the paper"),
         ("table_cnn", "No CNN models"),
-        ("table_cnn_calibration", "No cnn models"),
+        ("table_cnn_calibration", "No CNN models"),
     ):
         for ext in (".csv", ".md", ".tex"):
             assert word in (tmp_path / f"{stem}{ext}").read_text()

@@ -1,7 +1,14 @@
-"""``dgpbench run``: a live Snakemake lock is never removed, a stale one is."""
+"""``dgpbench run``: a Snakemake lock is removed only when provably stale.
+
+Provably stale: taken by a recorded ``dgpbench run`` on this host whose processes (itself,
+its Snakemake, its jobs) are all gone. A live run, a plain ``snakemake``'s lock and a lock
+taken on another host are never removed; the message says how to unlock.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -9,9 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from _workflow import venv_env
 
 from dgpbench.cli import main
+from dgpbench.runner import OWNER_FILE
 
 SNAKEFILE = """
 rule done:
@@ -20,39 +29,112 @@ rule done:
 """
 
 
-def _start_plain_snakemake(workdir: Path) -> subprocess.Popen:
-    """A plain `snakemake` running in ``workdir`` (a job sleeping a minute), lock taken."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "1", "--config", "wait=60"],
-        cwd=workdir, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+@pytest.fixture
+def workdir(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "Snakefile").write_text(SNAKEFILE)
+    return work
+
+
+def _args(workdir: Path, wait: int) -> list[str]:
+    return ["--directory", str(workdir), "--snakefile", str(workdir / "Snakefile"),
+            "--cores", "1", "--config", f"wait={wait}"]  # fmt: skip
+
+
+def _locks(workdir: Path) -> list[Path]:
+    locks = workdir / ".snakemake" / "locks"
+    return sorted(locks.iterdir()) if locks.is_dir() else []
+
+
+def _wait_for(condition, proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert proc.poll() is None, f"ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within a minute"
+        time.sleep(0.1)
+
+
+def _start(cmd: list[str], workdir: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        cmd, cwd=workdir, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    locks = workdir / ".snakemake" / "locks"
-    deadline = time.monotonic() + 60
-    while not (locks.is_dir() and any(locks.iterdir())):
-        assert proc.poll() is None, "snakemake ended early"
-        assert time.monotonic() < deadline, "snakemake took no lock"
-        time.sleep(0.1)
-    return proc
 
 
-def test_run_refuses_a_live_lock_and_recovers_a_stale_one(tmp_path, capsys):
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    (workdir / "Snakefile").write_text(SNAKEFILE)
-    run = ["run", "--directory", str(workdir), "--snakefile", str(workdir / "Snakefile"),
-           "--cores", "1", "--config", "wait=0"]  # fmt: skip
-    live = _start_plain_snakemake(workdir)
+def _start_dgpbench_run(workdir: Path) -> tuple[subprocess.Popen, dict]:
+    """A `dgpbench run` whose job sleeps a minute, once it has recorded Snakemake's lock."""
+    proc = _start([sys.executable, "-m", "dgpbench", "run", *_args(workdir, 60)], workdir)
+    owner = workdir / ".snakemake" / OWNER_FILE
+    _wait_for(lambda: owner.is_file() and json.loads(owner.read_text())["locks"], proc, "record")
+    return proc, json.loads(owner.read_text())
+
+
+def _kill(pid: int) -> None:
     try:
-        assert main(run) == 2
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_a_killed_run_is_recovered_and_a_live_one_never(workdir, capsys):
+    run, record = _start_dgpbench_run(workdir)
+    bystander = _start(["sleep", "60"], workdir)  # an editor or kernel sitting in the folder
+    try:
+        # Killing `dgpbench run` and Snakemake leaves the lock and the job (sleep 60).
+        _kill(record["pid"])
+        _kill(record["snakemake_pid"])
+        run.wait()
+        assert main(["run", *_args(workdir, 0)]) == 2
         err = capsys.readouterr().err
-        assert "lock" in err and "live" in err and str(live.pid) in err
-        assert live.poll() is None, "the running snakemake was disturbed"
-        assert any((workdir / ".snakemake" / "locks").iterdir())
-        assert not (workdir / "done.txt").exists()
+        assert "live" in err and "--unlock" in err and "sleep 60" in err
+        assert _locks(workdir) and not (workdir / "done.txt").exists()
+        os.killpg(run.pid, signal.SIGKILL)  # now nothing of that run is left: stale
+        time.sleep(0.2)
+        assert main(["run", *_args(workdir, 0)]) == 0
+        assert (workdir / "done.txt").is_file()
+        assert not _locks(workdir) and not (workdir / ".snakemake" / OWNER_FILE).exists()
     finally:
-        os.killpg(live.pid, signal.SIGKILL)  # leaves its lock behind: now stale
-        live.wait()
-    assert any((workdir / ".snakemake" / "locks").iterdir())
-    assert main(run) == 0
+        for proc in (run, bystander):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_a_lock_taken_on_another_host_is_kept(workdir, capsys):
+    run, record = _start_dgpbench_run(workdir)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    owner = workdir / ".snakemake" / OWNER_FILE
+    owner.write_text(json.dumps({**record, "host": "login-node-2"}))
+    assert main(["run", *_args(workdir, 0)]) == 2
+    err = capsys.readouterr().err
+    assert "login-node-2" in err and f"PID {record['pid']}" in err and "--unlock" in err
+    assert _locks(workdir)
+    # The message's own command unlocks; then the run goes through.
+    assert main(["run", *_args(workdir, 0), "--unlock"]) == 0
+    assert not _locks(workdir)
+    assert main(["run", *_args(workdir, 0)]) == 0
     assert (workdir / "done.txt").is_file()
+
+
+def test_a_plain_snakemake_lock_is_never_removed(workdir, capsys):
+    plain = _start([sys.executable, "-m", "snakemake", *_args(workdir, 60)], workdir)
+    try:
+        _wait_for(lambda: bool(_locks(workdir)), plain, "lock")
+        assert main(["run", *_args(workdir, 0)]) == 2
+        assert "plain `snakemake`" in capsys.readouterr().err
+        assert plain.poll() is None, "the running snakemake was disturbed"
+    finally:
+        os.killpg(plain.pid, signal.SIGKILL)
+        plain.wait()
+    # Killed, its lock is stale, but nothing proves it: still kept.
+    assert main(["run", *_args(workdir, 0)]) == 2
+    assert "--unlock" in capsys.readouterr().err and _locks(workdir)
+
+
+def test_run_outside_a_clone_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--cores", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "clone" in err and "Snakefile" in err

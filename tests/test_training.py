@@ -240,7 +240,10 @@ def test_workflow_trains_each_architecture_in_one_job(tmp_path):
     commands = [
         shlex.split(line.removeprefix("Shell command: "))
         for line in proc.stdout.splitlines()
-        if line.startswith("Shell command: dgpbench train ")
+        # the rules call the dgpbench of the interpreter running Snakemake
+        if line.startswith(
+            f"Shell command: {shlex.join([sys.executable, '-m', 'dgpbench'])} train "
+        )
     ]
     assert len(commands) == 2  # one job per architecture, not per seed
     for command in commands:

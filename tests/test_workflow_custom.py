@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,8 @@ def test_custom_method_runs_through_tables_figures_and_report(tmp_path):
     assert set(records["method"]) == {"softmax", SPEC}
     table1 = pd.read_csv(results / "tables" / "table1_shift_detection.csv")
     assert set(table1["Method"]) == {"Softmax", "LogitFeatures"}  # display labels
-    assert "| LogitFeatures |" in (results / "tables" / "table1_shift_detection.md").read_text()
+    md = (results / "tables" / "table1_shift_detection.md").read_text()
+    assert re.search(r"^\| 50 +\| LogitFeatures +\|", md, re.M)
     auroc = pd.read_csv(results / "tables" / "table_auroc.csv")
     assert set(auroc["method"]) == {"softmax", SPEC} and auroc["auroc"].between(0, 1).all()
     for stem in ("fig_gn_by_n", "fig_overview", "fig_calibration"):
@@ -70,11 +72,27 @@ def test_custom_method_runs_through_tables_figures_and_report(tmp_path):
     report = _snakemake(tmp_path, config, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
     html = (tmp_path / "report.html").read_text()
+
+    def item(path: str) -> bool:  # an entry of the report (not only a mention of the file)
+        return f'"results/{path}": {{"name"' in html
+
+    # Tables in the paper's layout (HTML, bold best and stars) with their CSV downloads.
     for name in (
-        "table1_shift_detection.csv", "table2_ablation.csv", "table_appendix_ablation_full.csv",
-        "table_appendix_calibration.csv", "table_auroc.csv", "fig_gn_by_n.png",
-        "fig_gn_by_delta.png", "fig_overview.png", "fig_calibration.png",
-        "comparison_table1.csv", "comparison_table1_summary.csv",
-        "Section 5.2 - covariate shift detection", "Appendix - calibration",
+        "tables/table1_shift_detection.html", "tables/table1_shift_detection.csv",
+        "tables/table_appendix_calibration.html", "tables/table_auroc.html",
+        "figures/fig_gn_by_n.png", "figures/fig_gn_by_delta.png", "figures/fig_overview.png",
+        "figures/fig_calibration.png",
     ):  # fmt: skip
-        assert name in html, name
+        assert item(name), name
+    assert "<b>" in (results / "tables" / "table1_shift_detection.html").read_text()
+    # No placeholder sections: what this configuration does not compute is left out
+    # (no ablation data set, no CNN, no shift beyond the paper, digits is not in the paper).
+    for name in (
+        "tables/table2_ablation.html", "tables/table2_ablation.csv", "tables/table_cnn.html",
+        "tables/table_beyond_shifts.html", "figures/fig_beyond.png",
+        "tables/comparison_table1.csv",
+    ):  # fmt: skip
+        assert not item(name), name
+    for section in ("Section 5.2 - covariate shift detection", "Appendix - calibration"):
+        assert f'"{section}": {{"CSV downloads"' in html
+    assert "Beyond the paper - new shifts" not in html

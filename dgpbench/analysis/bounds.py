@@ -18,7 +18,7 @@ Choices where the paper is silent:
   a looser bound, recorded as ``upper_argmax`` and reported in its own row, and so is
   the same formula with rows and columns exchanged (``upper_argmax_t``, the argmax
   reading on ``W.T``). The displayed formula's U errs about 6x more on average than the
-  mutual reading's (see the README); the noisy sorting, the sampling of ``b`` and ``s``,
+  mutual reading's (see docs/choices.md); the noisy sorting, the sampling of ``b`` and ``s``,
   and computing every quantity on the sorted matrix ``W_sort`` follow Appendix E.1.
 
 Also here: its figure :func:`plot_bounds_tightness`; the target ``dgpbench analysis
@@ -246,9 +246,16 @@ def plot_bounds_tightness(study: pd.DataFrame, stem: str | os.PathLike[str]) -> 
 
 
 def _bounds_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--n-matrices", type=int, default=10_000)
-    p.add_argument("--size-range", type=int, nargs=2, default=[50, 500], metavar=("LOW", "HIGH"))
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-matrices", type=int, default=10_000, help="random matrices drawn")
+    p.add_argument(
+        "--size-range",
+        type=int,
+        nargs=2,
+        default=[50, 500],
+        metavar=("LOW", "HIGH"),
+        help="range of the matrices' rows and columns",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the random matrices")
     out_dir_arg(p)
 
 

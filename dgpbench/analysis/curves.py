@@ -247,10 +247,10 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batchnorm", action="store_true", help="batch norm after hidden maps")
     p.add_argument("--dropout", type=float, default=0.0, help="dropout after hidden activations")
     p.add_argument("--seed", type=int, required=True, help="model seed")
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--epochs", type=int, default=40)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--checkpoints-per-epoch", type=int, default=4)
+    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate")
+    p.add_argument("--epochs", type=int, default=40, help="training epochs")
+    p.add_argument("--batch-size", type=int, default=32, help="training batch size")
+    p.add_argument("--checkpoints-per-epoch", type=int, default=4, help="weights saved per epoch")
     p.add_argument("--curves", default=None, help="also write the per-evaluation curves CSV")
     p.add_argument("--run", default=None, help="run id in the curves (default <dataset>/<dir>)")
     out_dir_arg(p)
@@ -293,7 +293,7 @@ def _train(args: argparse.Namespace) -> None:
             x_test, y_test, info={"run": args.run or f"{args.dataset}/{out.name}", **info}
         )
     final = train_mlp(
-        x, y, arch, config, out, dataset=args.dataset, progress=False, callback=recorder
+        x, y, arch, config, out, dataset=args.dataset, progress=True, callback=recorder
     )
     if recorder is not None:
         curves = recorder.frame()

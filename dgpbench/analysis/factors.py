@@ -229,9 +229,11 @@ def plot_np_factors(
 
 
 def _factors_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 250])
-    p.add_argument("--n-per-size", type=int, default=2000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--sizes", type=int, nargs="+", default=[50, 100, 250], help="square matrix sizes"
+    )
+    p.add_argument("--n-per-size", type=int, default=2000, help="matrices per size")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random matrices")
     out_dir_arg(p)
 
 

@@ -378,8 +378,8 @@ def plot_permutation_dnn(perm: pd.DataFrame, stem: str | os.PathLike[str]) -> li
 
 def _permutation_args(p: argparse.ArgumentParser) -> None:
     checkpoints_arg(p)
-    p.add_argument("--n-permutations", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-permutations", type=int, default=100, help="weight permutations per model")
+    p.add_argument("--seed", type=int, default=0, help="seed of the permutations")
     p.add_argument("--sample", default="mean", help="permuted KS sample: mean or all")
     p.add_argument("--alpha", type=float, default=0.05, help="level of the KS tests")
     out_dir_arg(p)

@@ -149,9 +149,15 @@ def plot_size_heatmaps(grid: pd.DataFrame, stem: str | os.PathLike[str]) -> list
 
 def _size_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--distributions", nargs="+", required=True, help="e.g. uniform pareto(5)")
-    p.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200, 300, 400, 500])
-    p.add_argument("--n-samples", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[50, 100, 200, 300, 400, 500],
+        help="rows and columns of the matrices",
+    )
+    p.add_argument("--n-samples", type=int, default=100, help="matrices per size pair")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random matrices")
     out_dir_arg(p)
 
 

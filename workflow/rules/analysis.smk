@@ -48,7 +48,7 @@ rule analysis_train:
     benchmark:
         f"{AN_BENCH}/train/{{dataset}}/{{group}}.tsv"
     shell:
-        "dgpbench analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
+        "{DGPBENCH} analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
         " --seeds {params.seeds} --out-dirs {params.out_dirs} --runs {params.runs}"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]}"
@@ -82,7 +82,7 @@ rule analysis_train_regulariser:
     benchmark:
         f"{AN_BENCH}/train_regulariser/{{dataset}}/{{regkind}}.tsv"
     shell:
-        "dgpbench analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
+        "{DGPBENCH} analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
         " --seeds {params.seeds} --out-dirs {params.out_dirs} --no-curves"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]}"
@@ -112,7 +112,7 @@ rule analysis_models:
     benchmark:
         f"{AN_BENCH}/models.tsv"
     shell:
-        "dgpbench analysis models --checkpoints {input.checkpoints} --curves {input.curves}"
+        "{DGPBENCH} analysis models --checkpoints {input.checkpoints} --curves {input.curves}"
         " --threads {threads} --out {output} > {log} 2>&1"
 
 
@@ -133,7 +133,7 @@ rule analysis_curves:
     benchmark:
         f"{AN_BENCH}/curves.tsv"
     shell:
-        "dgpbench analysis curves {input} --out {output} > {log} 2>&1"
+        "{DGPBENCH} analysis curves {input} --out {output} > {log} 2>&1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ rule analysis_permutation:
     benchmark:
         f"{AN_BENCH}/permutation.tsv"
     shell:
-        "dgpbench analysis permutation --checkpoints {input}"
+        "{DGPBENCH} analysis permutation --checkpoints {input}"
         " --n-permutations {params.p[n_permutations]} --seed {params.p[seed]}"
         " --sample {params.p[sample]} --alpha {params.p[alpha]} --threads {threads}"
         " --out-dir $(dirname {output.ks}) > {log} 2>&1"
@@ -198,7 +198,7 @@ rule analysis_np_variance:
     benchmark:
         f"{AN_BENCH}/np_variance.tsv"
     shell:
-        "dgpbench analysis np-variance --models {input} --figure-layers {params.layers}"
+        "{DGPBENCH} analysis np-variance --models {input} --figure-layers {params.layers}"
         " --figure-hidden {params.hidden} --threads {threads} --out-dir {params.out}"
         " > {log} 2>&1"
 
@@ -222,7 +222,7 @@ rule analysis_bounds:
     benchmark:
         f"{AN_BENCH}/bounds.tsv"
     shell:
-        "dgpbench analysis bounds --n-matrices {params.b[n_matrices]}"
+        "{DGPBENCH} analysis bounds --n-matrices {params.b[n_matrices]}"
         " --size-range {params.b[size_range][0]} {params.b[size_range][1]}"
         " --seed {params.b[seed]} --threads {threads} --out-dir $(dirname {output.study})"
         " > {log} 2>&1"
@@ -248,7 +248,7 @@ rule analysis_np_factors:
     benchmark:
         f"{AN_BENCH}/np_factors.tsv"
     shell:
-        "dgpbench analysis np-factors --sizes {params.sizes} --n-per-size {params.f[n_per_size]}"
+        "{DGPBENCH} analysis np-factors --sizes {params.sizes} --n-per-size {params.f[n_per_size]}"
         " --seed {params.f[seed]} --threads {threads} --out-dir $(dirname {output.study})"
         " > {log} 2>&1"
 
@@ -273,7 +273,7 @@ rule analysis_size:
     benchmark:
         f"{AN_BENCH}/size.tsv"
     shell:
-        "dgpbench analysis size --distributions {params.distributions} --sizes {params.sizes}"
+        "{DGPBENCH} analysis size --distributions {params.distributions} --sizes {params.sizes}"
         " --n-samples {params.s[n_samples]} --seed {params.s[seed]} --threads {threads}"
         " --out-dir $(dirname {output.grid}) > {log} 2>&1"
 
@@ -299,7 +299,7 @@ rule analysis_weights:
     benchmark:
         f"{AN_BENCH}/weight_distributions.tsv"
     shell:
-        "dgpbench analysis weights --checkpoints {input} --threads {threads}"
+        "{DGPBENCH} analysis weights --checkpoints {input} --threads {threads}"
         " --out-dir $(dirname {output.fits}) > {log} 2>&1"
 
 
@@ -330,7 +330,7 @@ rule analysis_early_stopping:
     benchmark:
         f"{AN_BENCH}/early_stopping.tsv"
     shell:
-        "dgpbench analysis early-stopping --curves {input} --max-burn-in {params.e[max_burn_in]}"
+        "{DGPBENCH} analysis early-stopping --curves {input} --max-burn-in {params.e[max_burn_in]}"
         " --max-patience {params.e[max_patience]} {params.where} --threads {threads}"
         " --out-dir $(dirname {output.grid}) > {log} 2>&1"
 
@@ -358,7 +358,7 @@ rule analysis_regularisers:
     benchmark:
         f"{AN_BENCH}/regularisers.tsv"
     shell:
-        "dgpbench analysis regularisers --checkpoints {input} --threads {threads}"
+        "{DGPBENCH} analysis regularisers --checkpoints {input} --threads {threads}"
         " --out-dir $(dirname {output.models}) > {log} 2>&1"
 
 
@@ -383,7 +383,7 @@ rule analysis_dgp_variance:
     benchmark:
         f"{AN_BENCH}/dgp_variance.tsv"
     shell:
-        "dgpbench analysis dgp-variance --curves {input.curves} --models {input.models}"
+        "{DGPBENCH} analysis dgp-variance --curves {input.curves} --models {input.models}"
         " --threads {threads} --out-dir $(dirname {output.correlations}) > {log} 2>&1"
 
 
@@ -419,5 +419,5 @@ rule analysis_compare:
     benchmark:
         f"{AN_BENCH}/compare_{{table}}.tsv"
     shell:
-        "dgpbench compare-paper {wildcards.table} --input {input} --out-dir {params.out_dir}"
+        "{DGPBENCH} compare-paper {wildcards.table} --input {input} --out-dir {params.out_dir}"
         " > {log} 2>&1"

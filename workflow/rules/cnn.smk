@@ -35,7 +35,7 @@ rule train_cnn:
     benchmark:
         f"{BENCH}/train/{{dataset}}/cnn-{{arch}}.tsv"
     shell:
-        "dgpbench train-cnn --dataset {params.name:q} {params.data} {params.arch}"
+        "{DGPBENCH} train-cnn --dataset {params.name:q} {params.data} {params.arch}"
         " --channels {params.channels} --activation {params.activation}"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]} --val-fraction {params.train[val_fraction]}"

@@ -2,9 +2,11 @@
 import itertools
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 from snakemake.utils import validate
 
 from dgpbench.config import check_config, schema_error
@@ -32,6 +34,24 @@ def _check_pool_deltas():
 
 
 _check_pool_deltas()
+
+
+
+def dgpbench_command():
+    """The `dgpbench` every rule calls, as a shell-quoted command.
+
+    The one of the interpreter that runs Snakemake (the same on every SLURM job, which
+    re-runs this file under that interpreter), so a venv need not be on PATH; under
+    `--software-deployment-method conda`, the rule environment's own (activated per rule;
+    dgpbench installed there by workflow/envs/dgpbench.post-deploy.sh).
+    """
+    settings = getattr(workflow, "deployment_settings", None)
+    if DeploymentMethod.CONDA in (getattr(settings, "deployment_method", None) or ()):
+        return "dgpbench"
+    return shlex.join([sys.executable, "-m", "dgpbench"])
+
+
+DGPBENCH = dgpbench_command()
 
 RESULTS = "results"
 LOGS = f"{RESULTS}/logs"

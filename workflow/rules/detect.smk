@@ -28,7 +28,7 @@ rule detect:
     benchmark:
         f"{BENCH}/detect/{{dataset}}/{{model}}/{{method}}.tsv"
     shell:
-        "dgpbench detect --features {input.features} {params.label_shift} --ns {params.ns} --deltas {params.deltas}"
+        "{DGPBENCH} detect --features {input.features} {params.label_shift} --ns {params.ns} --deltas {params.deltas}"
         " --draws {params.p[draws]} --seed {params.p[seed]} --alpha {params.p[alpha]}"
         " --correction {params.p[correction]} --tag dataset={wildcards.dataset}"
         " --tag model={wildcards.model} --tag method={wildcards.method} --out {output} > {log} 2>&1"

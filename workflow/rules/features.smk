@@ -24,7 +24,7 @@ rule features:
     benchmark:
         f"{BENCH}/features/{{dataset}}/{{model}}/{{method}}.tsv"
     shell:
-        "dgpbench features --method {wildcards.method} --model {params.model:q}"
+        "{DGPBENCH} features --method {wildcards.method} --model {params.model:q}"
         " --clean {input.clean} --corrupted {input.corrupted}"
         " --batch-size {params.batch_size} --device {params.device} --threads {threads}"
         " --out {output} > {log} 2>&1"

@@ -19,7 +19,7 @@ rule images:
     benchmark:
         f"{BENCH}/images/{{dataset}}.tsv"
     shell:
-        "dgpbench images --dataset {params.name:q} {params.data}"
+        "{DGPBENCH} images --dataset {params.name:q} {params.data}"
         " --n-refs {params.images[n_refs]} --n-test {params.images[n_test]}"
         " --seed {params.images[seed]} --out {output} > {log} 2>&1"
 
@@ -45,5 +45,5 @@ rule corrupt:
     benchmark:
         f"{BENCH}/corrupt/{{dataset}}/{{corruption}}.tsv"
     shell:
-        "dgpbench corrupt --dataset {params.name:q} --images {input} --corruption {wildcards.corruption}"
+        "{DGPBENCH} corrupt --dataset {params.name:q} --images {input} --corruption {wildcards.corruption}"
         " --intensities {params.intensities} --seed {params.seed} --out {output} > {log} 2>&1"

@@ -6,6 +6,49 @@ BEYOND_SECTION = "Beyond the paper - new shifts and CNNs"
 COMPARISON_SECTION = "Table 1 - published vs reproduced"
 COMPARISON_PAPER_SECTION = "Published vs reproduced - the other tables"
 
+# What this configuration computes: a table or figure it does not is still written (with a
+# note, so the rules' outputs stay fixed) but left out of the report: no placeholder sections.
+_PAPER_SHIFTS = {"GB", "GN", "PD", "UN"}
+_MLP, _CNN = "mlp" in KINDS, "cnn" in KINDS
+COMPUTES = {
+    "table1": _MLP and bool(_PAPER_SHIFTS & set(CORRUPTIONS)),
+    "ablation": _MLP and bool(ABLATION) and bool(_PAPER_SHIFTS & set(CORRUPTIONS)),
+    "calibration": _MLP,
+    "gn": _MLP and "GN" in CORRUPTIONS,
+    "beyond_shifts": _MLP and bool({"RO", "ZO", "TR", "SH"} & set(CORRUPTIONS) or LABEL_SHIFT),
+    "cnn": _CNN,
+    # the shipped Table 1 covers MNIST, Fashion-MNIST and CIFAR-10; another one: assume so
+    "comparison": bool(published_table1())
+    or bool({"mnist", "fashion-mnist", "cifar10"} & set(config["datasets"])),
+}
+COMPUTES["beyond_figure"] = COMPUTES["beyond_shifts"] or _CNN
+
+
+def in_report(path, caption, section, computes, subcategory=None):
+    """``path`` as an item of the report when this configuration computes it."""
+    if not computes:
+        return path
+    return report(path, caption=caption, category=section, subcategory=subcategory)
+
+
+def table_files(stem, section, computes):
+    """A table's outputs: in the report (when computed) its HTML rendering in the paper's
+    layout and its CSV as a download; the Markdown and LaTeX files beside them."""
+    path = f"{RESULTS}/tables/{stem}"
+    caption = f"../report/{stem}.rst"
+    html, csv = f"{path}.html", f"{path}.csv"
+    html = in_report(html, caption, section, computes, "Tables")
+    csv = in_report(csv, caption, section, computes, "CSV downloads")
+    return [csv, f"{path}.md", f"{path}.tex", html]
+
+
+def figure_files(stem, section, computes):
+    """A figure's PNG (in the report when computed) and PDF."""
+    png = in_report(
+        f"{RESULTS}/figures/{stem}.png", f"../report/{stem}.rst", section, computes, "Figures"
+    )
+    return [png, f"{RESULTS}/figures/{stem}.pdf"]
+
 
 rule aggregate:
     """All bootstrap records of the grid in one table."""
@@ -24,7 +67,7 @@ rule aggregate:
     benchmark:
         f"{BENCH}/aggregate.tsv"
     shell:
-        "dgpbench aggregate --out {output} {input} > {log} 2>&1"
+        "{DGPBENCH} aggregate --out {output} {input} > {log} 2>&1"
 
 
 rule tables:
@@ -33,54 +76,14 @@ rule tables:
     input:
         rules.aggregate.output,
     output:
-        report(
-            f"{RESULTS}/tables/table1_shift_detection.csv",
-            caption="../report/table1_shift_detection.rst",
-            category=SHIFT_SECTION,
-        ),
-        multiext(f"{RESULTS}/tables/table1_shift_detection", ".md", ".tex"),
-        report(
-            f"{RESULTS}/tables/table2_ablation.csv",
-            caption="../report/table2_ablation.rst",
-            category=ABLATION_SECTION,
-        ),
-        multiext(f"{RESULTS}/tables/table2_ablation", ".md", ".tex"),
-        report(
-            f"{RESULTS}/tables/table_appendix_ablation_full.csv",
-            caption="../report/table_appendix_ablation_full.rst",
-            category=ABLATION_SECTION,
-        ),
-        multiext(f"{RESULTS}/tables/table_appendix_ablation_full", ".md", ".tex"),
-        report(
-            f"{RESULTS}/tables/table_appendix_calibration.csv",
-            caption="../report/table_appendix_calibration.rst",
-            category=CALIBRATION_SECTION,
-        ),
-        multiext(f"{RESULTS}/tables/table_appendix_calibration", ".md", ".tex"),
-        report(
-            f"{RESULTS}/tables/table_auroc.csv",
-            caption="../report/table_auroc.rst",
-            category=SHIFT_SECTION,
-        ),
-        multiext(f"{RESULTS}/tables/table_auroc", ".md", ".tex"),
-        report(
-            f"{RESULTS}/tables/table_beyond_shifts.csv",
-            caption="../report/table_beyond_shifts.rst",
-            category=BEYOND_SECTION,
-        ),
-        multiext(f"{RESULTS}/tables/table_beyond_shifts", ".md", ".tex"),
-        report(
-            f"{RESULTS}/tables/table_cnn.csv",
-            caption="../report/table_cnn.rst",
-            category=BEYOND_SECTION,
-        ),
-        multiext(f"{RESULTS}/tables/table_cnn", ".md", ".tex"),
-        report(
-            f"{RESULTS}/tables/table_cnn_calibration.csv",
-            caption="../report/table_cnn_calibration.rst",
-            category=BEYOND_SECTION,
-        ),
-        multiext(f"{RESULTS}/tables/table_cnn_calibration", ".md", ".tex"),
+        table_files("table1_shift_detection", SHIFT_SECTION, COMPUTES["table1"]),
+        table_files("table2_ablation", ABLATION_SECTION, COMPUTES["ablation"]),
+        table_files("table_appendix_ablation_full", ABLATION_SECTION, COMPUTES["ablation"]),
+        table_files("table_appendix_calibration", CALIBRATION_SECTION, COMPUTES["calibration"]),
+        table_files("table_auroc", SHIFT_SECTION, COMPUTES["table1"]),
+        table_files("table_beyond_shifts", BEYOND_SECTION, COMPUTES["beyond_shifts"]),
+        table_files("table_cnn", BEYOND_SECTION, COMPUTES["cnn"]),
+        table_files("table_cnn_calibration", BEYOND_SECTION, COMPUTES["cnn"]),
     params:
         methods=join(config["methods"]),
         ablation=join(ABLATION) or "none",
@@ -99,7 +102,7 @@ rule tables:
     benchmark:
         f"{BENCH}/tables.tsv"
     shell:
-        "dgpbench tables --records {input} --methods {params.methods}"
+        "{DGPBENCH} tables --records {input} --methods {params.methods}"
         " --ablation-datasets {params.ablation} --ablation-ns {params.ablation_ns}"
         " --pool-deltas {params.pool} --alpha {params.alpha}"
         " --out-dir {params.out_dir} > {log} 2>&1"
@@ -111,39 +114,15 @@ rule figures:
     input:
         rules.aggregate.output,
     output:
-        report(
-            f"{RESULTS}/figures/fig_gn_by_n.png",
-            caption="../report/fig_gn_by_n.rst",
-            category=SHIFT_SECTION,
-        ),
-        f"{RESULTS}/figures/fig_gn_by_n.pdf",
-        report(
-            f"{RESULTS}/figures/fig_gn_by_delta.png",
-            caption="../report/fig_gn_by_delta.rst",
-            category=SHIFT_SECTION,
-        ),
-        f"{RESULTS}/figures/fig_gn_by_delta.pdf",
-        report(
-            f"{RESULTS}/figures/fig_overview.png",
-            caption="../report/fig_overview.rst",
-            category=SHIFT_SECTION,
-        ),
-        f"{RESULTS}/figures/fig_overview.pdf",
-        report(
-            f"{RESULTS}/figures/fig_calibration.png",
-            caption="../report/fig_calibration.rst",
-            category=CALIBRATION_SECTION,
-        ),
-        f"{RESULTS}/figures/fig_calibration.pdf",
-        report(
-            f"{RESULTS}/figures/fig_beyond.png",
-            caption="../report/fig_beyond.rst",
-            category=BEYOND_SECTION,
-        ),
-        f"{RESULTS}/figures/fig_beyond.pdf",
+        figure_files("fig_gn_by_n", SHIFT_SECTION, COMPUTES["gn"]),
+        figure_files("fig_gn_by_delta", SHIFT_SECTION, COMPUTES["gn"]),
+        figure_files("fig_overview", SHIFT_SECTION, COMPUTES["table1"]),
+        figure_files("fig_calibration", CALIBRATION_SECTION, COMPUTES["calibration"]),
+        figure_files("fig_beyond", BEYOND_SECTION, COMPUTES["beyond_figure"]),
     params:
         methods=join(config["methods"]),
         pool=join(config["report"]["pool_deltas"]),
+        alpha=config["protocol"]["alpha"],
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
     conda:
@@ -156,8 +135,16 @@ rule figures:
     benchmark:
         f"{BENCH}/figures.tsv"
     shell:
-        "dgpbench figures --records {input} --methods {params.methods}"
-        " --pool-deltas {params.pool} --out-dir {params.out_dir} > {log} 2>&1"
+        "{DGPBENCH} figures --records {input} --methods {params.methods}"
+        " --pool-deltas {params.pool} --alpha {params.alpha} --out-dir {params.out_dir}"
+        " > {log} 2>&1"
+
+
+COMPARISON_ITEM = (
+    "../report/comparison_table1.rst",
+    COMPARISON_SECTION,
+    COMPUTES["comparison"],
+)
 
 
 rule compare:
@@ -166,28 +153,16 @@ rule compare:
         records=rules.aggregate.output,
         published=published_table1(),
     output:
-        report(
-            f"{RESULTS}/tables/comparison_table1.csv",
-            caption="../report/comparison_table1.rst",
-            category=COMPARISON_SECTION,
-        ),
+        in_report(f"{RESULTS}/tables/comparison_table1.csv", *COMPARISON_ITEM),
         f"{RESULTS}/tables/comparison_table1.md",
         [
             [
-                report(
-                    f"{RESULTS}/tables/comparison_table1_{label}.csv",
-                    caption="../report/comparison_table1.rst",
-                    category=COMPARISON_SECTION,
-                ),
+                in_report(f"{RESULTS}/tables/comparison_table1_{label}.csv", *COMPARISON_ITEM),
                 f"{RESULTS}/tables/comparison_table1_{label}.md",
             ]
             for label in comparison_sets()
         ],
-        report(
-            f"{RESULTS}/tables/comparison_table1_summary.csv",
-            caption="../report/comparison_table1.rst",
-            category=COMPARISON_SECTION,
-        ),
+        in_report(f"{RESULTS}/tables/comparison_table1_summary.csv", *COMPARISON_ITEM),
     params:
         pool=join(config["report"]["pool_deltas"]),
         sets=" ".join(
@@ -207,7 +182,7 @@ rule compare:
     benchmark:
         f"{BENCH}/compare.tsv"
     shell:
-        "dgpbench compare --records {input.records} --pool-deltas {params.pool} {params.sets}"
+        "{DGPBENCH} compare --records {input.records} --pool-deltas {params.pool} {params.sets}"
         " {params.published} --out-dir {params.out_dir} > {log} 2>&1"
 
 
@@ -246,7 +221,7 @@ rule compare_paper:
     benchmark:
         f"{BENCH}/compare_paper.tsv"
     shell:
-        "(dgpbench compare-paper table2_ablation --input {input} --pool-deltas {params.pool}"
+        "({DGPBENCH} compare-paper table2_ablation --input {input} --pool-deltas {params.pool}"
         " --out-dir {params.out_dir}"
-        " && dgpbench compare-paper calibration --input {input} --out-dir {params.out_dir})"
+        " && {DGPBENCH} compare-paper calibration --input {input} --out-dir {params.out_dir})"
         " > {log} 2>&1"

@@ -27,7 +27,7 @@ rule train:
     benchmark:
         f"{BENCH}/train/{{dataset}}/h{{hidden}}-l{{layers}}.tsv"
     shell:
-        "dgpbench train --dataset {params.name:q} {params.data} --hidden {wildcards.hidden}"
+        "{DGPBENCH} train --dataset {params.name:q} {params.data} --hidden {wildcards.hidden}"
         " --layers {wildcards.layers} --seeds {params.seeds}"
         " --activation {params.activation} --lr {params.train[lr]}"
         " --epochs {params.train[epochs]} --batch-size {params.train[batch_size]}"
