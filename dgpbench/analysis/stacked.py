@@ -234,7 +234,7 @@ def train_analysis_seeds(
         seeds,
         outs,
         dataset=dataset,
-        progress=False,
+        progress=True,  # a bar on a terminal, one log line per epoch otherwise
         device=device,
         callback=recorder,
     )
@@ -265,10 +265,12 @@ def _train_seeds_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=int, nargs="+", required=True, help="model seeds")
     p.add_argument("--out-dirs", nargs="+", required=True, help="one output folder per seed")
     p.add_argument("--runs", nargs="+", default=None, help="run ids (default <dataset>/<dir>)")
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--epochs", type=int, default=40)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--checkpoints-per-epoch", type=int, default=4)
+    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate")
+    p.add_argument("--epochs", type=int, default=40, help="training epochs")
+    p.add_argument("--batch-size", type=int, default=32, help="training batch size")
+    p.add_argument(
+        "--checkpoints-per-epoch", type=int, default=4, help="curve evaluations per epoch"
+    )
     p.add_argument("--no-curves", action="store_true", help="do not record the curves")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
 

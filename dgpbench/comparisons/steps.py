@@ -78,7 +78,9 @@ def _args(p: argparse.ArgumentParser) -> None:
         help="table2_ablation: corrupted fractions pooled in a cell (default: all)",
     )
     p.add_argument("--published", default=None, help="a published CSV other than the paper's")
-    p.add_argument("--out-dir", required=True)
+    p.add_argument(
+        "--out-dir", required=True, help="folder for the comparison CSV, summary and Markdown"
+    )
 
 
 def _run(args: argparse.Namespace) -> None:
