@@ -39,12 +39,25 @@ def doc_pages() -> list[Path]:
     return [REPO / "docs" / name for name in _nav_files(nav)]
 
 
+# Pages whose blocks another test runs as written, shell commands and Python interleaved:
+# page -> that test (the python blocks alone would miss the files the commands write).
+OWN_RUNNER = {"your-own-model.md": "tests/test_own_model_cli.py"}
+
+
 def code_sources() -> list[tuple[Path, list[str]]]:
     """(file, its python blocks) in execution order; the site's home (the README's quick
-    start again) is left out."""
+    start again) and the pages of :data:`OWN_RUNNER` are left out."""
     return [(REPO / "README.md", blocks_of(REPO / "README.md"))] + [
-        (page, blocks_of(page)) for page in doc_pages() if page.name != "index.md"
+        (page, blocks_of(page))
+        for page in doc_pages()
+        if page.name != "index.md" and page.name not in OWN_RUNNER
     ]
+
+
+def test_pages_with_their_own_runner_are_run_there():
+    for page, runner in OWN_RUNNER.items():
+        assert (REPO / "docs" / page).is_file(), page
+        assert page in (REPO / runner).read_text(), f"{runner} does not run docs/{page}"
 
 
 def python_blocks() -> list[str]:
