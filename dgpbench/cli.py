@@ -21,6 +21,7 @@ log = logging.getLogger("dgpbench")
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every registered subcommand."""
     import dgpbench.analysis.steps  # registers `dgpbench analysis`
+    import dgpbench.fl_steps  # registers the Failing-loudly grid's `dgpbench fl-*`
     import dgpbench.runner
     import dgpbench.steps  # noqa: F401  (registers the workflow subcommands)
 

@@ -55,9 +55,9 @@ __all__ = [
     "Method",
     "effective_ns",
     "grid_indices",
+    "method_records",
     "parse_method",
     "run_cell",
-    "method_records",
 ]
 
 NS_UNIVARIATE: tuple[int, ...] = (10, 20, 50, 100, 200, 500, 1000, 10000)

@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "dgpbench"
 CLI = {"dgpbench.cli", "dgpbench.__main__"}
 REGISTRY = "dgpbench.commands"
-STEPS = {"dgpbench.steps", "dgpbench.runner", "dgpbench.analysis.steps"}
+STEPS = {"dgpbench.steps", "dgpbench.runner", "dgpbench.analysis.steps", "dgpbench.fl_steps"}
 
 
 def _module_name(path: Path) -> str:

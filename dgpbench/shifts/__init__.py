@@ -44,6 +44,8 @@ from dgpbench.shifts.knockout import knockout_shift, only_class_shift
 
 __all__ = [
     "FRACTIONS",
+    "GN_STDS",
+    "IMAGE_SHIFTS",
     "NEEDS_MODEL",
     "SHIFTS",
     "ShiftedPool",
@@ -141,7 +143,7 @@ def apply_shift(
     if y.ndim != 1 or len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
         raise ValueError(f"y must be {len(x)} integer labels, got {y.dtype} {y.shape}")
     rng = shift_rng(seed, shift, fraction)
-    size, _, family = shift.partition("_")
+    size = shift.partition("_")[0]
     if shift.endswith("_gn_shift"):
         return gaussian_noise_shift(x, y, fraction, rng, std=GN_STDS[size])
     if shift.endswith("_image_shift"):

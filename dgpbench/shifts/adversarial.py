@@ -47,7 +47,8 @@ def fgsm_min_epsilon(
     Parameters
     ----------
     model : torch.nn.Module
-        The classifier (logits out), taking images ``(N, C, H, W)`` or flattened ones.
+        The classifier (logits out), fed flattened images ``(N, C*H*W)`` (dgpbench's MLPs
+        take them so, its CNNs reshape them).
     x : ndarray of shape (N, C, H, W)
         Images in [0, 1].
     y : ndarray of shape (N,)
@@ -71,7 +72,9 @@ def fgsm_min_epsilon(
 
     model.eval()
     grid = max_epsilon * np.arange(1, n_epsilons + 1) / n_epsilons
-    x_adv = np.array(x, dtype=np.float32, copy=True)
+    shape = x.shape
+    x = np.asarray(x, dtype=np.float32).reshape(len(x), -1)
+    x_adv = x.copy()
     eps_used = np.full(len(x), np.nan)
     for start in range(0, len(x), batch_size):
         xb = torch.from_numpy(np.ascontiguousarray(x[start : start + batch_size]))
@@ -93,7 +96,7 @@ def fgsm_min_epsilon(
                 x_adv[start + hit.numpy()] = cand[fooled].numpy()
                 eps_used[start + hit.numpy()] = eps
                 todo[hit] = False
-    return x_adv, eps_used
+    return x_adv.reshape(shape), eps_used
 
 
 def adversarial_shift(
