@@ -37,3 +37,10 @@ rule analysis:
         rules.analysis_early_stopping.output,
         rules.analysis_regularisers.output,
         rules.analysis_dgp_variance.output,
+
+
+include: "workflow/rules/failing_loudly.smk"
+
+
+if config["failing_loudly"]["default_target"]:  # config/failing_loudly.yaml
+    workflow.default_target = "failing_loudly"
