@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -211,6 +212,10 @@ def _features(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------------
 # fl-detect
 # --------------------------------------------------------------------------------------------
+def _ref_size(text: str) -> int | None:
+    return None if text == "n" else _positive_int(text)
+
+
 def _top_n(text: str) -> tuple[str, int]:
     shift, sep, value = text.partition("=")
     try:
@@ -228,7 +233,12 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
     p.add_argument("--n-permutations", type=_positive_int, default=1000, help="MMD")
-    p.add_argument("--multivariate-ref", type=_positive_int, default=1000, help="MMD's m")
+    p.add_argument(
+        "--multivariate-ref",
+        type=_ref_size,
+        default=1000,
+        help="MMD's reference size m (Rabanser et al.: 1000), or n for m = n",
+    )
     p.add_argument("--top-n", type=_top_n, action="append", default=[], metavar="SHIFT=N")
     p.add_argument("--no-calibration", action="store_true")
     p.add_argument("--tag", action="append", default=[], help="key=value column")
@@ -246,19 +256,34 @@ def _parse_tags(tags: list[str]) -> dict[str, str]:
     return out
 
 
-def _pools(feats: dict[str, np.ndarray], calibration: bool) -> dict[tuple[str, float], np.ndarray]:
-    from dgpbench.fl_grid import CALIBRATION
+class _Pools(Mapping):
+    """(shift, fraction) -> features of that test pool, built when asked for (a pool of
+    10000 pixel rows is 31 MB: never hold all 31 at once)."""
 
-    test = feats["test"]
-    pools = {(CALIBRATION, 0.0): test} if calibration else {}
-    keys = sorted({k.rsplit(_SEP, 1)[0] for k in feats if k.endswith(f"{_SEP}new")})
-    for key in keys:
-        shift, _, frac = key.partition(_SEP)
-        rows = feats[f"{key}{_SEP}index"]
-        pool = np.array(test[rows], copy=True)
-        pool[feats[f"{key}{_SEP}shifted"]] = feats[f"{key}{_SEP}new"]
-        pools[(shift, float(frac))] = pool
-    return pools
+    def __init__(self, feats: dict[str, np.ndarray], calibration: bool) -> None:
+        from dgpbench.fl_grid import CALIBRATION
+
+        self._feats = feats
+        self._keys: dict[tuple[str, float], str | None] = {}
+        if calibration:
+            self._keys[(CALIBRATION, 0.0)] = None
+        for key in sorted({k.rsplit(_SEP, 1)[0] for k in feats if k.endswith(f"{_SEP}new")}):
+            shift, _, frac = key.partition(_SEP)
+            self._keys[(shift, float(frac))] = key
+
+    def __getitem__(self, cell: tuple[str, float]) -> np.ndarray:
+        key, test = self._keys[cell], self._feats["test"]
+        if key is None:
+            return test
+        pool = np.array(test[self._feats[f"{key}{_SEP}index"]], copy=True)
+        pool[self._feats[f"{key}{_SEP}shifted"]] = self._feats[f"{key}{_SEP}new"]
+        return pool
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 def _detect(args: argparse.Namespace) -> None:
@@ -279,7 +304,7 @@ def _detect(args: argparse.Namespace) -> None:
     image_shape = tuple(int(s) for s in feats["image_shape"]) if method.test == "classif" else None
     with torch_threads(args.threads):
         records = method_records(
-            feats["ref"], _pools(feats, not args.no_calibration), method, ns=args.ns,
+            feats["ref"], _Pools(feats, not args.no_calibration), method, ns=args.ns,
             n_draws=args.draws, seed=args.seed, params=params,
             multivariate_ref=args.multivariate_ref, top_n=dict(args.top_n),
             image_shape=image_shape,

@@ -158,6 +158,7 @@ rule fl_detect:
         ns=lambda wc: join(fl_ns(wc.flmethod)),
         kind=lambda wc: "none" if wc.flmodel == "none" else parse_model_id(wc.flmodel).kind,
         top_n=" ".join(f"--top-n {shlex.quote(f'{s}={n}')}" for s, n in FL["top_n"].items()),
+        m=FL["mmd"]["multivariate_ref"] or "n",
         fl=FL,
     threads: 1
     conda:
@@ -173,7 +174,7 @@ rule fl_detect:
         "dgpbench fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
         " --draws {params.fl[draws]} --seed {params.fl[seed]} --alpha {params.fl[alpha]}"
         " --correction {params.fl[correction]} --n-permutations {params.fl[mmd][n_permutations]}"
-        " --multivariate-ref {params.fl[mmd][multivariate_ref]} {params.top_n}"
+        " --multivariate-ref {params.m} {params.top_n}"
         " --threads {threads} --tag dataset={wildcards.dataset} --tag model={wildcards.flmodel}"
         " --tag kind={params.kind} --out {output:q} > {log:q} 2>&1"
 
