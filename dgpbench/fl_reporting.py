@@ -180,8 +180,10 @@ def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike
         sub = cells[cells["shift"] == shift]
         for (dim, row), line in sub.groupby(["dimension", "row"], sort=True):
             style = "-o" if dim == "univariate" else "--s"
-            ax.plot(line["n"], line["rate"], style, markersize=3, label=row)
-            ax.fill_between(line["n"], line["ci_low"], line["ci_high"], alpha=0.15)
+            (drawn,) = ax.plot(line["n"], line["rate"], style, markersize=3, label=row)
+            ax.fill_between(
+                line["n"], line["ci_low"], line["ci_high"], color=drawn.get_color(), alpha=0.15
+            )
         ax.set_xscale("log")
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(shift, fontsize=9)
