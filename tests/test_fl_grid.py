@@ -139,3 +139,15 @@ def test_unavailable_tests_name_the_missing_toolbox():
         pytest.skip("dgpbench.detectors is installed")
     with pytest.raises(ValueError, match=r"dgpbench\.detectors"):
         make_detector("mmd")
+
+
+@pytest.mark.parametrize(("n", "d"), [(20, 3), (200, 5), (1000, 2)])
+def test_batched_ks_p_values_equal_scipy_with_ties(n, d):
+    from scipy.stats import ks_2samp
+
+    rng = np.random.default_rng(n)
+    ref = np.round(rng.normal(size=(3, n, d)), 1)  # ties within and across samples
+    test = np.round(rng.normal(0.2, 1, size=(3, n, d)), 1)
+    _, p_value = ks_batch(ref, test, alpha=0.05, correction=None)
+    expected = [ks_2samp(ref[i], test[i], axis=0).pvalue.min() for i in range(3)]
+    assert np.array_equal(p_value, np.asarray(expected))
