@@ -61,7 +61,12 @@ def _images_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--val-fraction", type=float, default=0.2, help="the training's held-out share")
     p.add_argument("--split-seed", type=int, default=None, help="the training's split seed")
     p.add_argument("--seed", type=int, default=112)
-    p.add_argument("--out", required=True, help="output .npz (x_fit, x_ref, x_test, labels)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output .npz: x_fit, x_ref, x_test, labels; *_split (0 train, 1 test) and "
+        "*_index (position in that split) for provenance",
+    )
 
 
 def _images(args: argparse.Namespace) -> None:
@@ -79,24 +84,37 @@ def _images(args: argparse.Namespace) -> None:
     train_mask = np.ones(len(y_tr), dtype=bool)
     train_mask[val_idx] = False
     train_idx = np.flatnonzero(train_mask)
-    fit_seq, ref_seq, test_seq = np.random.SeedSequence(args.seed).spawn(3)
+    fit_seq, pool_seq = np.random.SeedSequence(args.seed).spawn(2)
     n_fit = min(args.n_fit, len(train_idx))
     fit_idx = train_idx[stratified_choice(y_tr[train_idx], n_fit, np.random.default_rng(fit_seq))]
-    ref_idx = np.random.default_rng(ref_seq).permutation(val_idx)[: args.n_ref_pool]
-    test_idx = np.random.default_rng(test_seq).permutation(len(y_te))[: args.n_test_pool]
-    for name, want, got in (("reference", args.n_ref_pool, ref_idx), ("test", args.n_test_pool,
-                                                                      test_idx)):  # fmt: skip
-        if len(got) < want:
-            log.warning("%s pool: %d images available, %d asked for", name, len(got), want)
+    # Both pools come from one shuffled set of the images no model trained on (the held-out
+    # validation images and the test split), as Rabanser et al. shuffle train and test
+    # together before splitting: a data set's train and test splits can differ (on MNIST, KS
+    # on the pixels tells them apart at n = 10000), which would be a shift under the null.
+    x_pool = np.concatenate([x_tr[val_idx], x_te])
+    y_pool = np.concatenate([y_tr[val_idx], y_te])
+    source = np.concatenate([np.zeros(len(val_idx), np.int64), np.ones(len(y_te), np.int64)])
+    index = np.concatenate([val_idx, np.arange(len(y_te))])
+    order = np.random.default_rng(pool_seq).permutation(len(y_pool))
+    n_ref, n_test = args.n_ref_pool, args.n_test_pool
+    if n_ref + n_test > len(order):
+        scale = len(order) / (n_ref + n_test)
+        n_ref, n_test = int(n_ref * scale), len(order) - int(n_ref * scale)
+        log.warning(
+            "%d unseen images for pools of %d + %d: using %d + %d",
+            len(order), args.n_ref_pool, args.n_test_pool, n_ref, n_test,
+        )  # fmt: skip
+    ref, test = order[:n_ref], order[n_ref : n_ref + n_test]
     save_npz(
         args.out,
         x_fit=x_tr[fit_idx], y_fit=y_tr[fit_idx],
-        x_ref=x_tr[ref_idx], y_ref=y_tr[ref_idx],
-        x_test=x_te[test_idx], y_test=y_te[test_idx],
-        fit_index=fit_idx, ref_index=ref_idx, test_index=test_idx,
+        x_ref=x_pool[ref], y_ref=y_pool[ref],
+        x_test=x_pool[test], y_test=y_pool[test],
+        fit_index=fit_idx,
+        ref_split=source[ref], ref_index=index[ref],
+        test_split=source[test], test_index=index[test],
     )  # fmt: skip
-    log.info("pools: %d fit, %d reference, %d test -> %s", n_fit, len(ref_idx), len(test_idx),
-             args.out)  # fmt: skip
+    log.info("pools: %d fit, %d reference, %d test -> %s", n_fit, n_ref, n_test, args.out)
 
 
 # --------------------------------------------------------------------------------------------

@@ -57,3 +57,24 @@ def test_truncated_pools_file_is_a_clear_error(tmp_path, capsys):
     code = main(["fl-shift", "--images", str(tmp_path / "pools.npz"), "--shift",
                  "small_gn_shift", "--out", str(tmp_path / "s.npz")])  # fmt: skip
     assert code == 2 and "not a readable .npz" in capsys.readouterr().err
+
+
+def test_pools_mix_held_out_and_test_images_and_never_training_ones(tmp_path):
+    from dgpbench.data import load_dataset, stratified_choice
+    from dgpbench.io import load_npz
+    from dgpbench.models import TrainConfig
+
+    out = tmp_path / "pools.npz"
+    assert main(["fl-images", "--dataset", "digits", "--n-fit", "100", "--n-ref-pool", "200",
+                 "--n-test-pool", "300", "--out", str(out)]) == 0  # fmt: skip
+    pools = load_npz(out)
+    _, y_tr = load_dataset("digits", split="train")
+    val = stratified_choice(y_tr, round(0.2 * len(y_tr)),
+                            np.random.default_rng(TrainConfig().split_seed))  # fmt: skip
+    ref = set(zip(pools["ref_split"].tolist(), pools["ref_index"].tolist(), strict=True))
+    test = set(zip(pools["test_split"].tolist(), pools["test_index"].tolist(), strict=True))
+    assert len(ref) == 200 and len(test) == 300 and not ref & test
+    for split, index in ref | test:  # training images only where the models held them out
+        assert split == 1 or index in set(val.tolist())
+    assert set(pools["ref_split"]) == {0, 1} == set(pools["test_split"])
+    assert not set(pools["fit_index"].tolist()) & set(val.tolist())
