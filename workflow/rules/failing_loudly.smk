@@ -159,7 +159,8 @@ rule fl_detect:
         kind=lambda wc: "none" if wc.flmodel == "none" else parse_model_id(wc.flmodel).kind,
         top_n=" ".join(f"--top-n {shlex.quote(f'{s}={n}')}" for s, n in FL["top_n"].items()),
         m=FL["mmd"]["multivariate_ref"] or "n",
-        fl=FL,
+        fl={k: FL[k] for k in ("draws", "seed", "alpha", "correction")},
+        perms=FL["mmd"]["n_permutations"],
     threads: 1
     conda:
         "../envs/dgpbench.yaml"
@@ -173,7 +174,7 @@ rule fl_detect:
     shell:
         "dgpbench fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
         " --draws {params.fl[draws]} --seed {params.fl[seed]} --alpha {params.fl[alpha]}"
-        " --correction {params.fl[correction]} --n-permutations {params.fl[mmd][n_permutations]}"
+        " --correction {params.fl[correction]} --n-permutations {params.perms}"
         " --multivariate-ref {params.m} {params.top_n}"
         " --threads {threads} --tag dataset={wildcards.dataset} --tag model={wildcards.flmodel}"
         " --tag kind={params.kind} --out {output:q} > {log:q} 2>&1"
