@@ -63,6 +63,7 @@ def _available(method: str) -> bool:
     return available_representation(m.representation) and available_test(m.test)
 
 
+@pytest.mark.slow
 def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
     methods = [m for m in ("noredu+ks", "dgp+ks", "classif", "pca+mmd")
                if _available(m)]  # fmt: skip
