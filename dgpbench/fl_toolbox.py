@@ -68,7 +68,7 @@ def make_detector(test: str, **params: Any) -> Any:
     if _make is not None:
         return _make(test, **params)
     if test == "ks":
-        from dgpbench.detection import KSShiftDetector
+        from dgpbench import KSShiftDetector
 
         keep = {k: v for k, v in params.items() if k in ("alpha", "correction")}
         return KSShiftDetector(**keep)
@@ -166,8 +166,6 @@ def ks_batch(
     p_value : ndarray of float, shape (c,)
         The smallest corrected p-value of each draw (Bonferroni: ``min(1, d * min p)``).
     """
-    from dgpbench.detection import _decide
-
     n = ref.shape[1]
     if test.shape[1] != n or n > _SCIPY_MAX_AUTO_N:
         from scipy.stats import ks_2samp
@@ -176,8 +174,24 @@ def ks_batch(
     else:
         h = _ks_h(ref, test)
         p_val = _ks_pvalues(n, h)
-    rejected, _, p_adj = _decide(p_val, alpha, correction)
-    return rejected, p_adj.min(axis=-1)
+    return _decide(p_val, alpha, correction)
+
+
+def _decide(p_val: np.ndarray, alpha: float, correction: str | None) -> tuple[np.ndarray, ...]:
+    """Batch decisions and smallest corrected p-values, as ``KSShiftDetector`` decides:
+    Bonferroni rejects if ``min p < alpha / d``, FDR if a Benjamini-Hochberg adjusted
+    p-value is below ``alpha``, none if ``min p < alpha``."""
+    d = p_val.shape[-1]
+    if correction == "bonferroni":
+        return p_val.min(axis=-1) < alpha / d, np.minimum(p_val.min(axis=-1) * d, 1.0)
+    if correction == "fdr":
+        from scipy.stats import false_discovery_control
+
+        p_adj = false_discovery_control(p_val, axis=-1, method="bh")
+        return (p_adj < alpha).any(axis=-1), p_adj.min(axis=-1)
+    if correction is None:
+        return p_val.min(axis=-1) < alpha, p_val.min(axis=-1)
+    raise ValueError(f"correction must be 'bonferroni', 'fdr' or None, got {correction!r}")
 
 
 _SCIPY_MAX_AUTO_N = 10_000  # ks_2samp(method="auto") is exact up to this n

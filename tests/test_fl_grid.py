@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgpbench.detection import KSShiftDetector
+from dgpbench import KSShiftDetector
 from dgpbench.fl_grid import (
     effective_ns,
     grid_indices,
@@ -139,6 +139,18 @@ def test_unavailable_tests_name_the_missing_toolbox():
         pytest.skip("dgpbench.detectors is installed")
     with pytest.raises(ValueError, match=r"dgpbench\.detectors"):
         make_detector("mmd")
+
+
+@pytest.mark.parametrize("correction", ["fdr", None])
+def test_batched_ks_decides_like_the_detector_with_other_corrections(correction):
+    rng = np.random.default_rng(5)
+    ref, test = rng.normal(size=(8, 40, 6)), rng.normal(0.25, 1, size=(8, 40, 6))
+    rejected, _ = ks_batch(ref, test, alpha=0.05, correction=correction)
+    expected = [
+        KSShiftDetector(alpha=0.05, correction=correction).fit(ref[i]).test(test[i]).is_drift
+        for i in range(8)
+    ]
+    assert rejected.tolist() == expected and 0 < rejected.sum() < 8
 
 
 @pytest.mark.parametrize(("n", "d"), [(20, 3), (200, 5), (1000, 2)])
