@@ -39,3 +39,10 @@ rule analysis:
         rules.analysis_regularisers.output,
         rules.analysis_dgp_variance.output,
         expand(rules.analysis_compare.output, table=AN_COMPARISONS),
+
+
+include: "workflow/rules/failing_loudly.smk"
+
+
+if config["failing_loudly"]["default_target"]:  # config/failing_loudly.yaml
+    workflow.default_target = "failing_loudly"

@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every registered subcommand."""
     import dgpbench.analysis.steps  # registers `dgpbench analysis`
     import dgpbench.comparisons.steps  # registers `dgpbench compare-paper`
+    import dgpbench.fl_steps  # registers the Failing-loudly grid's `dgpbench fl-*`
     import dgpbench.runner
     import dgpbench.steps  # noqa: F401  (registers the workflow subcommands)
 

@@ -18,6 +18,7 @@ STEPS = {
     "dgpbench.runner",
     "dgpbench.analysis.steps",
     "dgpbench.comparisons.steps",
+    "dgpbench.fl_steps",
 }
 
 

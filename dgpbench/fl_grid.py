@@ -1,0 +1,371 @@
+"""Rabanser et al.'s ("Failing loudly") grid on precomputed features, with paired draws.
+
+Per data set there are two clean pools, both never seen in training: the *reference pool*
+(the validation images the models held out, Rabanser et al.'s ``X_val``) and the *test pool*
+(the test split). A shift (:mod:`dgpbench.shifts`) turns the test pool into a shifted pool at
+a fraction; the calibration cell (shift ``none``, fraction 0) keeps it clean. One draw of a
+cell for sample size ``n``:
+
+1. ``n`` rows of the (shifted) test pool, without replacement: the test sample;
+2. ``R = max(n, m)`` rows of the reference pool, without replacement, in random order: the
+   first ``n`` are the reference sample of the univariate tests (KS, chi-squared, the domain
+   classifier), the first ``m`` that of the multivariate test (MMD; Rabanser et al. compare
+   against 1000 reference images whatever ``n``: ``m = multivariate_ref``);
+3. the test decides at level alpha.
+
+Pairing. The rows of draw ``i`` come from
+``default_rng(SeedSequence([seed, 0x464C4744, shift_id, round(fraction * 1e6), n, i]))``
+(``shift_id``: 0 for ``none``, else 1 + the position in :data:`dgpbench.shifts.SHIFTS`) and
+depend on nothing else: every representation, test and model sees the same images in draw
+``i`` of a cell, so their detection rates are paired; draw ``i`` does not depend on the number
+of draws (30 draws extend 10). Stochastic tests (MMD's permutations, the domain classifier's
+training) get ``random_state`` from the same key, so they too are paired across models.
+
+Sample sizes larger than a pool are capped: ``n_eff = min(n, cap, pool sizes)`` with
+``cap`` the shift's ``top_n`` (Rabanser et al. use 9000 instead of 10000 for the knock-outs);
+a nominal ``n`` whose ``n_eff`` equals the previous one's is skipped (no cell counted twice).
+
+Differences from Rabanser et al.: they re-apply the shift for each of 5 random runs; here the
+shifted pool is fixed per (seed, shift, fraction) and the draws vary, with at least 30 draws
+and a calibration cell for every method and ``n``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dgpbench.fl_toolbox import TESTS, ks_batch, make_detector
+from dgpbench.shifts import SHIFTS
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "CALIBRATION",
+    "MULTIVARIATE_TESTS",
+    "NS_MULTIVARIATE",
+    "NS_UNIVARIATE",
+    "GridIndices",
+    "Method",
+    "effective_ns",
+    "grid_indices",
+    "method_records",
+    "parse_method",
+    "run_cell",
+]
+
+NS_UNIVARIATE: tuple[int, ...] = (10, 20, 50, 100, 200, 500, 1000, 10000)
+"""Rabanser et al.'s sample sizes of the univariate tests."""
+NS_MULTIVARIATE: tuple[int, ...] = (10, 20, 50, 100, 200, 500, 1000)
+"""Theirs for the multivariate test (MMD)."""
+MULTIVARIATE_TESTS: frozenset[str] = frozenset({"mmd"})
+CALIBRATION = "none"
+"""The shift name of the calibration cells (fraction 0)."""
+
+_STREAM_TAG = 0x464C4744  # ASCII "FLGD"
+_MAX_CHUNK_ELEMENTS = 4_000_000  # pooled values per batched KS call (~100 MB peak)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A (representation, test) pair of the grid, written ``representation+test``."""
+
+    representation: str
+    test: str
+
+    @property
+    def name(self) -> str:
+        """``representation+test`` (``classif`` alone for the domain classifier)."""
+        return "classif" if self.test == "classif" else f"{self.representation}+{self.test}"
+
+    @property
+    def dimension(self) -> str:
+        """``multivariate`` for MMD, else ``univariate`` (Rabanser et al.'s split)."""
+        return "multivariate" if self.test in MULTIVARIATE_TESTS else "univariate"
+
+
+def parse_method(spec: str) -> Method:
+    """``"pca+mmd"`` -> ``Method("pca", "mmd")``; ``"classif"`` is the domain classifier.
+
+    Examples
+    --------
+    >>> parse_method("bbsdh+chi2").name, parse_method("classif").representation
+    ('bbsdh+chi2', 'classif')
+    """
+    if spec == "classif":
+        return Method("classif", "classif")
+    rep, sep, test = spec.partition("+")
+    if not sep or not rep or test not in TESTS or test == "classif":
+        raise ValueError(
+            f"method {spec!r} must be 'representation+test' with test in "
+            f"{[t for t in TESTS if t != 'classif']}, or 'classif'"
+        )
+    return Method(rep, test)
+
+
+def shift_id(shift: str) -> int:
+    """0 for the calibration cell, else 1 + the shift's position in ``SHIFTS``."""
+    if shift == CALIBRATION:
+        return 0
+    if shift not in SHIFTS:
+        raise ValueError(f"unknown shift {shift!r}; choose from {[CALIBRATION, *SHIFTS]}")
+    return 1 + SHIFTS.index(shift)
+
+
+def _key(seed: int, shift: str, fraction: float, n: int, draw: int) -> list[int]:
+    return [int(seed), _STREAM_TAG, shift_id(shift), round(float(fraction) * 1e6), int(n), draw]
+
+
+@dataclass(frozen=True, eq=False)
+class GridIndices:
+    """Rows of ``n_draws`` draws of one cell.
+
+    Attributes
+    ----------
+    reference : ndarray of int64, shape (n_draws, R)
+        Reference-pool rows in random order (prefixes are the samples).
+    test : ndarray of int64, shape (n_draws, n)
+        Test-pool rows.
+    random_state : ndarray of int64, shape (n_draws,)
+        Seeds for stochastic tests.
+    """
+
+    reference: np.ndarray
+    test: np.ndarray
+    random_state: np.ndarray
+
+
+def grid_indices(
+    n_ref_pool: int,
+    n_test_pool: int,
+    n: int,
+    ref_size: int,
+    *,
+    seed: int,
+    shift: str,
+    fraction: float,
+    n_draws: int,
+) -> GridIndices:
+    """Draw the rows of one cell (see the module docstring for the streams).
+
+    Examples
+    --------
+    >>> a = grid_indices(100, 80, 10, 20, seed=0, shift="ko_shift", fraction=0.5, n_draws=3)
+    >>> b = grid_indices(100, 80, 10, 20, seed=0, shift="ko_shift", fraction=0.5, n_draws=5)
+    >>> bool((a.test == b.test[:3]).all()), a.reference.shape
+    (True, (3, 20))
+    """
+    if not 1 <= n <= n_test_pool:
+        raise ValueError(f"n={n} must be in [1, {n_test_pool}] (the test pool's size)")
+    if not n <= ref_size <= n_ref_pool:
+        raise ValueError(f"reference size {ref_size} must be in [{n}, {n_ref_pool}]")
+    return _grid_indices(n_ref_pool, n_test_pool, n, ref_size, seed, shift, fraction, n_draws)
+
+
+@functools.lru_cache(maxsize=128)
+def _grid_indices(
+    n_ref_pool: int,
+    n_test_pool: int,
+    n: int,
+    ref_size: int,
+    seed: int,
+    shift: str,
+    fraction: float,
+    n_draws: int,
+) -> GridIndices:
+    reference = np.empty((n_draws, ref_size), dtype=np.int64)
+    test = np.empty((n_draws, n), dtype=np.int64)
+    states = np.empty(n_draws, dtype=np.int64)
+    for i in range(n_draws):
+        seq = np.random.SeedSequence(_key(seed, shift, fraction, n, i))
+        rng = np.random.default_rng(seq)
+        test[i] = rng.choice(n_test_pool, size=n, replace=False)
+        reference[i] = rng.choice(n_ref_pool, size=ref_size, replace=False)
+        states[i] = int(seq.generate_state(1, dtype=np.uint32)[0])
+    for arr in (reference, test, states):
+        arr.setflags(write=False)
+    return GridIndices(reference=reference, test=test, random_state=states)
+
+
+def effective_ns(
+    ns: Iterable[int], n_test_pool: int, n_ref_pool: int, cap: int | None = None
+) -> list[tuple[int, int]]:
+    """``(nominal n, n_eff)`` pairs: sizes capped by the pools and ``cap``, no repeats.
+
+    Examples
+    --------
+    >>> effective_ns([10, 1000, 10000], 9020, 12000, cap=9000)
+    [(10, 10), (1000, 1000), (10000, 9000)]
+    >>> effective_ns([10, 500, 1000], 980, 12000)
+    [(10, 10), (500, 500), (1000, 980)]
+    >>> effective_ns([10, 500, 1000], 400, 12000)
+    [(10, 10), (500, 400)]
+    """
+    out: list[tuple[int, int]] = []
+    limit = min(n_test_pool, n_ref_pool, cap if cap is not None else n_test_pool)
+    for n in sorted(ns):
+        n_eff = min(int(n), limit)
+        if n_eff < 2 or (out and n_eff <= out[-1][1]):
+            continue
+        out.append((int(n), n_eff))
+    return out
+
+
+def run_cell(
+    f_ref: np.ndarray,
+    f_test: np.ndarray,
+    method: Method,
+    indices: GridIndices,
+    *,
+    n_ref: int,
+    params: Mapping[str, Any],
+    image_shape: tuple[int, ...] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decisions and p-values of every draw of one cell.
+
+    Parameters
+    ----------
+    f_ref, f_test : ndarray of shape (N_ref, d), (N_test, d)
+        Features of the reference pool and of the (shifted) test pool.
+    method : Method
+        The representation and test.
+    indices : GridIndices
+        The draws.
+    n_ref : int
+        Reference sample size (``n`` for univariate tests, ``m`` for MMD).
+    params : mapping
+        The test's parameters (``alpha``, ``correction``, ``n_permutations``, ...).
+    image_shape : tuple of int, optional
+        ``(C, H, W)``: the domain classifier's rows are flattened images.
+
+    Returns
+    -------
+    rejected : ndarray of bool, shape (n_draws,)
+    p_value : ndarray of float, shape (n_draws,)
+    """
+    n_draws, n = indices.test.shape
+    ref_rows = indices.reference[:, :n_ref]
+    if method.test == "ks" and n_ref == n:
+        rejected = np.empty(n_draws, dtype=bool)
+        p_value = np.empty(n_draws)
+        d = f_ref.shape[1]
+        chunk = max(1, _MAX_CHUNK_ELEMENTS // (2 * n * d))
+        for s in range(0, n_draws, chunk):
+            sl = slice(s, s + chunk)
+            rejected[sl], p_value[sl] = ks_batch(
+                f_ref[ref_rows[sl]],
+                f_test[indices.test[sl]],
+                alpha=params.get("alpha", 0.05),
+                correction=params.get("correction", "bonferroni"),
+            )
+        return rejected, p_value
+    rejected = np.empty(n_draws, dtype=bool)
+    p_value = np.empty(n_draws)
+    stochastic = method.test in ("mmd", "classif")
+    for i in range(n_draws):
+        kw = dict(params)
+        if stochastic:
+            kw["random_state"] = int(indices.random_state[i])
+        det = make_detector(method.test, **kw)
+        ref, test = f_ref[ref_rows[i]], f_test[indices.test[i]]
+        if image_shape is not None:
+            ref = ref.reshape(len(ref), *image_shape)
+            test = test.reshape(len(test), *image_shape)
+        result = det.fit(ref).test(test)
+        rejected[i] = bool(result.is_drift)
+        p_value[i] = float(np.min(getattr(result, "p_value", getattr(result, "p_val", np.nan))))
+    return rejected, p_value
+
+
+def method_records(
+    f_ref: np.ndarray,
+    pools: Mapping[tuple[str, float], np.ndarray],
+    method: Method,
+    *,
+    ns: Iterable[int],
+    n_draws: int,
+    seed: int,
+    params: Mapping[str, Any],
+    multivariate_ref: int | None = 1000,
+    top_n: Mapping[str, int] | None = None,
+    image_shape: tuple[int, ...] | None = None,
+) -> pd.DataFrame:
+    """Every draw of one method over the cells of ``pools``.
+
+    Parameters
+    ----------
+    f_ref : ndarray of shape (N_ref, d)
+        Features of the reference pool.
+    pools : mapping (shift, fraction) -> ndarray of shape (M, d)
+        Features of each test pool: ``("none", 0.0)`` the clean one (calibration), the
+        others shifted.
+    method : Method
+        The representation and test.
+    ns : iterable of int
+        Nominal sample sizes.
+    n_draws : int
+        Draws per cell.
+    seed : int
+        The grid's seed (pairs the draws).
+    params : mapping
+        The test's parameters.
+    multivariate_ref : int or None, default=1000
+        Reference size ``m`` of MMD (capped by the reference pool); ``None``: ``m = n``.
+    top_n : mapping shift -> int, optional
+        Per-shift cap on ``n`` (e.g. ``{"ko_shift": 9000}``).
+    image_shape : tuple of int, optional
+        For the domain classifier.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``shift``, ``fraction``, ``n``, ``n_eff``, ``n_ref``, ``draw``, ``rejected``,
+        ``p_value``.
+    """
+    top_n = dict(top_n or {})
+    frames = []
+    n_ref_pool = len(f_ref)
+    for (shift, fraction), f_test in pools.items():
+        for n, n_eff in effective_ns(ns, len(f_test), n_ref_pool, top_n.get(shift)):
+            if method.dimension == "multivariate" and multivariate_ref is not None:
+                n_ref = min(max(n_eff, int(multivariate_ref)), n_ref_pool)
+            else:
+                n_ref = n_eff
+            # One reference draw serves both kinds of test: R = max(n, m) (paired).
+            ref_size = min(max(n_eff, int(multivariate_ref or 0)), n_ref_pool)
+            idx = grid_indices(
+                n_ref_pool,
+                len(f_test),
+                n_eff,
+                ref_size,
+                seed=seed,
+                shift=shift,
+                fraction=fraction,
+                n_draws=n_draws,
+            )
+            rejected, p_value = run_cell(
+                f_ref, f_test, method, idx, n_ref=n_ref, params=params, image_shape=image_shape
+            )
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "shift": shift,
+                        "fraction": float(fraction),
+                        "n": n,
+                        "n_eff": n_eff,
+                        "n_ref": n_ref,
+                        "draw": np.arange(n_draws),
+                        "rejected": rejected,
+                        "p_value": p_value,
+                    }
+                )
+            )
+            log.debug("%s %s@%g n=%d: %d/%d", method.name, shift, fraction, n_eff,
+                      int(rejected.sum()), n_draws)  # fmt: skip
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,239 @@
+"""The Failing-loudly grid's one door to the detector and representation families.
+
+The grid (:mod:`dgpbench.fl_grid`) names tests (``ks``, ``mmd``, ``chi2``, ``classif``) and
+representations (``noredu``, ``pca``, ..., ``dgp``); this module turns the names into
+objects. Tests come from :mod:`dgpbench.detectors` and representations from
+:func:`dgpbench.features.make_features` where these know the name; where they do not (an
+older dgpbench), ``ks`` falls back to :class:`dgpbench.detection.KSShiftDetector`, and the
+representations ``noredu`` (flattened pixels) and ``classif`` (the images themselves, for the
+domain classifier, stored flattened) to the small transformers below. Anything else raises
+:class:`Unavailable`, which the workflow reports up front and the tests skip on.
+
+The KS test of the grid runs batched (:func:`ks_batch`): per-feature two-sample KS with
+equal sample sizes and a Bonferroni (or FDR, or no) correction, identical to
+``KSShiftDetector(alpha, correction).fit(ref).test(test)`` draw by draw but many draws per
+call, and indifferent to constant features (a pixel that is 0 in every image gets p = 1, as
+``scipy.stats.ks_2samp`` gives it, where the detector refuses constant references).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MODEL_FREE",
+    "TESTS",
+    "Unavailable",
+    "available_representation",
+    "available_test",
+    "ks_batch",
+    "make_detector",
+    "make_representation",
+]
+
+TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif")
+"""The two-sample tests the grid knows."""
+
+MODEL_FREE: frozenset[str] = frozenset({"noredu", "pca", "srp", "uae", "tae", "classif"})
+"""Representations that do not read the classifier (one per data set, model id ``none``)."""
+
+
+class Unavailable(ValueError):
+    """A test or representation this installation of dgpbench does not provide."""
+
+
+def make_detector(test: str, **params: Any) -> Any:
+    """An unfitted detector for ``test`` (``fit(X_ref)``, ``test(X)`` -> result).
+
+    Parameters
+    ----------
+    test : {"ks", "mmd", "chi2", "classif"}
+        The test.
+    **params
+        Its parameters (``alpha``, ``correction``, ``n_permutations``, ``random_state``, ...).
+
+    Raises
+    ------
+    Unavailable
+        If ``dgpbench.detectors`` is missing and ``test`` is not ``ks``.
+    """
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; choose from {list(TESTS)}")
+    try:
+        from dgpbench.detectors import make_detector as _make
+    except ImportError:
+        _make = None
+    if _make is not None:
+        return _make(test, **params)
+    if test == "ks":
+        from dgpbench import KSShiftDetector
+
+        keep = {k: v for k, v in params.items() if k in ("alpha", "correction")}
+        return KSShiftDetector(**keep)
+    raise Unavailable(f"test {test!r} needs dgpbench.detectors, which this dgpbench lacks")
+
+
+def available_test(test: str) -> bool:
+    """Whether :func:`make_detector` can build ``test`` here."""
+    try:
+        make_detector(test)
+    except Unavailable:
+        return False
+    return True
+
+
+class _Flatten:
+    """Flattened pixels (FL's NoRed), the fallback where dgpbench.features lacks ``noredu``."""
+
+    def fit(self, X: Any, y: Any = None) -> _Flatten:
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float32)
+        return X.reshape(len(X), -1)
+
+
+def make_representation(name: str, model: Any, **params: Any) -> Any:
+    """An unfitted representation (``fit(X, y)``, ``transform(X)``) by name.
+
+    Parameters
+    ----------
+    name : str
+        ``noredu``, ``pca``, ``srp``, ``uae``, ``tae``, ``bbsds``, ``bbsdh``, ``dgp_approx``,
+        ``dgp``, ``tu``, ``magdiff``, ``softmax`` (and the other :data:`dgpbench.features.METHODS`),
+        or ``classif`` (the images, for the domain classifier).
+    model : torch.nn.Module, path-like or None
+        The classifier; ``None`` for :data:`MODEL_FREE` representations.
+    **params
+        Constructor parameters (``batch_size``, ``n_jobs``, ``device``, ``random_state``).
+
+    Raises
+    ------
+    Unavailable
+        If this dgpbench does not know ``name``.
+    """
+    if name == "classif":
+        return _Flatten()
+    from dgpbench.features import make_features
+
+    try:
+        return make_features(name, model, **params)
+    except ValueError as exc:
+        if name == "noredu" and "unknown method" in str(exc):
+            return _Flatten()
+        if name == "bbsds" and "unknown method" in str(exc):
+            return make_features("softmax", model, **params)  # BBSDs is today's softmax
+        if "unknown method" in str(exc):
+            raise Unavailable(f"representation {name!r} is not in this dgpbench: {exc}") from None
+        raise
+
+
+def available_representation(name: str) -> bool:
+    """Whether :func:`make_representation` knows ``name`` here."""
+    try:
+        make_representation(name, None)
+    except Unavailable:
+        return False
+    except Exception:  # a known name that needs a model or parameters
+        return True
+    return True
+
+
+def ks_batch(
+    ref: np.ndarray, test: np.ndarray, *, alpha: float = 0.05, correction: str | None = "bonferroni"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature KS decisions of many draws at once (equal sample sizes).
+
+    The p-values are ``scipy.stats.ks_2samp``'s (``method="auto"``), computed as
+    :func:`dgpbench.protocol._ks_2samp_pvalues` does (the exact p-value depends only on
+    ``h = n * D``), but the table of p-values is filled only for the ``h`` that occur: at
+    n = 10000 the whole table costs ~27 s, the few hundred ``h`` a cell meets well under one.
+
+    Parameters
+    ----------
+    ref, test : ndarray of shape (c, n, d)
+        ``c`` draws of ``n`` reference and ``n`` test rows.
+    alpha : float
+        Significance level.
+    correction : {"bonferroni", "fdr"} or None
+        Multiple-test correction over the ``d`` features.
+
+    Returns
+    -------
+    rejected : ndarray of bool, shape (c,)
+    p_value : ndarray of float, shape (c,)
+        The smallest corrected p-value of each draw (Bonferroni: ``min(1, d * min p)``).
+    """
+    n = ref.shape[1]
+    if test.shape[1] != n or n > _SCIPY_MAX_AUTO_N:
+        from scipy.stats import ks_2samp
+
+        p_val = np.asarray(ks_2samp(ref, test, axis=1).pvalue, dtype=np.float64)
+    else:
+        h = _ks_h(ref, test)
+        p_val = _ks_pvalues(n, h)
+    return _decide(p_val, alpha, correction)
+
+
+def _decide(p_val: np.ndarray, alpha: float, correction: str | None) -> tuple[np.ndarray, ...]:
+    """Batch decisions and smallest corrected p-values, as ``KSShiftDetector`` decides:
+    Bonferroni rejects if ``min p < alpha / d``, FDR if a Benjamini-Hochberg adjusted
+    p-value is below ``alpha``, none if ``min p < alpha``."""
+    d = p_val.shape[-1]
+    if correction == "bonferroni":
+        return p_val.min(axis=-1) < alpha / d, np.minimum(p_val.min(axis=-1) * d, 1.0)
+    if correction == "fdr":
+        from scipy.stats import false_discovery_control
+
+        p_adj = false_discovery_control(p_val, axis=-1, method="bh")
+        return (p_adj < alpha).any(axis=-1), p_adj.min(axis=-1)
+    if correction is None:
+        return p_val.min(axis=-1) < alpha, p_val.min(axis=-1)
+    raise ValueError(f"correction must be 'bonferroni', 'fdr' or None, got {correction!r}")
+
+
+_SCIPY_MAX_AUTO_N = 10_000  # ks_2samp(method="auto") is exact up to this n
+_KS_TABLES: dict[int, dict[int, float]] = {}
+
+
+def _ks_h(ref: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """``n * D`` (an integer) of every draw and feature, ``(c, n, d)`` -> ``(c, d)``."""
+    n = ref.shape[1]
+    values = np.concatenate(
+        [np.swapaxes(ref, 1, 2), np.swapaxes(test, 1, 2)], axis=2, dtype=np.result_type(ref, test)
+    )
+    order = np.argsort(values, axis=2)
+    sorted_values = np.take_along_axis(values, order, axis=2)
+    # +1 per reference value, -1 per test value: n * (ECDF_ref - ECDF_test) in integers; with
+    # ties only the last position of a tie group counts (right-continuous ECDFs).
+    walk = np.cumsum(np.where(order < n, 1, -1).astype(np.int32), axis=2)
+    end_of_tie = np.ones(values.shape, dtype=bool)
+    end_of_tie[..., :-1] = sorted_values[..., 1:] != sorted_values[..., :-1]
+    return np.where(end_of_tie, np.abs(walk), 0).max(axis=2)
+
+
+def _ks_pvalues(n: int, h: np.ndarray) -> np.ndarray:
+    """``ks_2samp`` p-values of two size-``n`` samples at statistics ``h / n``, cached per h."""
+    import warnings
+
+    from scipy.stats import ks_2samp
+
+    table = _KS_TABLES.setdefault(n, {})
+    missing = np.array(sorted(set(np.unique(h).tolist()) - set(table)), dtype=np.int64)
+    if missing.size:
+        # Sample 0..n-1 against h..h+n-1 has ECDF distance exactly h / n.
+        base = np.arange(n, dtype=np.float64)[:, None]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "ks_2samp: Exact calculation unsuccessful")
+            res = ks_2samp(
+                np.broadcast_to(base, (n, missing.size)), base + missing[None, :], axis=0
+            )
+        if not np.array_equal(np.asarray(res.statistic), missing / n):
+            raise RuntimeError(f"KS p-value table for n={n} has unexpected statistics")
+        table.update(
+            zip(missing.tolist(), np.asarray(res.pvalue, dtype=float).tolist(), strict=True)
+        )
+    lookup = np.vectorize(table.__getitem__, otypes=[np.float64])
+    return lookup(h) if h.size else np.empty(h.shape)

@@ -1,0 +1,110 @@
+"""Failing loudly's grid as a workflow: the full config plans, a tiny one runs end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
+
+from dgpbench.fl_grid import parse_method
+from dgpbench.fl_toolbox import available_representation, available_test
+
+FL_CONFIG = REPO / "config" / "failing_loudly.yaml"
+
+
+def _snakemake(workdir, *args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory",
+         str(workdir), *args],
+        cwd=workdir, env=venv_env(), capture_output=True, text=True, timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _job_counts(stdout: str) -> dict[str, int]:
+    block = stdout.split("Job stats:")[1].split("\n\n")[0].splitlines()[3:]
+    return {line.split()[0]: int(line.split()[1]) for line in block if line.strip()}
+
+
+def test_the_slurm_profile_plans_the_full_grid(tmp_path):
+    (tmp_path / "config.yaml").write_text((REPO / "config.yaml").read_text())
+    proc = _snakemake(
+        tmp_path, "failing_loudly", "-n", "--profile", str(REPO / "workflow/profiles/slurm"),
+        "--configfile", str(FL_CONFIG),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = _job_counts(proc.stdout)
+    fl = yaml.safe_load(FL_CONFIG.read_text())["failing_loudly"]
+    n_models = 2  # the CNN and the MLP of config/failing_loudly.yaml
+    free = [m for m in fl["methods"] if m.partition("+")[0] in
+            ("noredu", "pca", "srp", "uae", "tae", "classif")]  # fmt: skip
+    per_dataset = len(free) + (len(fl["methods"]) - len(free)) * n_models
+    assert counts["fl_detect"] == 2 * per_dataset  # mnist and fashion-mnist
+    assert counts["fl_shift"] == 2 * len(fl["shifts"]) and counts["fl_report"] == 1
+
+
+def test_failing_loudly_config_makes_it_the_default_target(tmp_path):
+    (tmp_path / "config.yaml").write_text((REPO / "config.yaml").read_text())
+    proc = _snakemake(tmp_path, "-n", "--configfile", str(FL_CONFIG), "--config",
+                      "datasets=[mnist]")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = _job_counts(proc.stdout)
+    assert counts.get("failing_loudly") == 1 and "all" not in counts
+    plain = _snakemake(tmp_path, "-n")  # the default config keeps `all`
+    assert "failing_loudly" not in _job_counts(plain.stdout)
+
+
+def _available(method: str) -> bool:
+    m = parse_method(method)
+    return available_representation(m.representation) and available_test(m.test)
+
+
+@pytest.mark.slow
+def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
+    methods = [m for m in ("noredu+ks", "dgp+ks", "classif", "pca+mmd")
+               if _available(m)]  # fmt: skip
+    config = tiny_config(models={"kind": "mlp", "hidden": [16], "layers": [2], "seeds": [0],
+                                 "activation": "relu"})  # fmt: skip
+    config["failing_loudly"] = {
+        "shifts": ["large_gn_shift", "adversarial_shift", "medium_img_shift+ko_shift"],
+        "fractions": [0.5, 1.0],
+        "methods": methods,
+        "images": {"n_fit": 200, "n_ref_pool": 200, "n_test_pool": 300, "seed": 1},
+        "ns_univariate": [10, 50], "ns_multivariate": [10], "ns_classif": [20],
+        "draws": 4, "mmd": {"n_permutations": 50, "multivariate_ref": 50},
+        "adversarial": {"n_epsilons": 20},
+    }  # fmt: skip
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = _snakemake(tmp_path, "failing_loudly", "--cores", "2", "--profile",
+                      str(REPO / "workflow/profiles/local"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = tmp_path / "results" / "fl"
+    records = pd.read_csv(out / "records.csv.gz")
+    assert set(records["method"]) == {parse_method(m).name for m in methods}
+    assert set(records["shift"]) == {"none", *config["failing_loudly"]["shifts"]}
+    assert (records.groupby(["method", "model", "shift", "fraction", "n"]).size() == 4).all()
+    # large noise on every image is detected by KS on the pixels at n = 50
+    big = records[(records["method"] == "noredu+ks") & (records["shift"] == "large_gn_shift")
+                  & (records["n"] == 50) & (records["fraction"] == 1.0)]  # fmt: skip
+    assert big["rejected"].mean() == 1.0
+    for name in ("fl_table1a_accuracy.md", "fl_table1b_best.md", "fl_false_positives.md",
+                 "fl_summary.md"):  # fmt: skip
+        assert (out / "tables" / name).stat().st_size > 0
+    assert (out / "figures" / "fl_accuracy_vs_n_digits.png").stat().st_size > 0
+    again = _snakemake(tmp_path, "failing_loudly", "--cores", "2", "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr  # resumable: all done
+
+
+@pytest.mark.parametrize("bad", [{"shifts": ["tiny_shift"]}, {"methods": ["pca+ttest"]},
+                                 {"top_n": {"nope": 5}}, {"draws": 0}])  # fmt: skip
+def test_bad_failing_loudly_config_stops_before_any_job(tmp_path, bad):
+    config = tiny_config()
+    config["failing_loudly"] = bad
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = _snakemake(tmp_path, "failing_loudly", "-n")
+    assert proc.returncode != 0
+    assert "failing_loudly" in proc.stdout + proc.stderr

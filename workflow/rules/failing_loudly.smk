@@ -1,0 +1,271 @@
+# Failing loudly's grid (Rabanser et al., NeurIPS 2019) with DGP, TU and MAGDiff beside its
+# detectors: target `failing_loudly` (the default target with config/failing_loudly.yaml).
+# pools -> shifts -> representations -> draws per method -> tables, summary, figures; every
+# rule one `dgpbench fl-*` subcommand (dgpbench/fl_steps.py). Models come from the train
+# rules (`models`: the CNN family and the MLPs). docs/failing-loudly.md explains the grid.
+from dgpbench.fl_toolbox import MODEL_FREE
+from dgpbench.shifts import SHIFTS as FL_ALL_SHIFTS
+from dgpbench.shifts.adversarial import max_epsilon_for
+
+FL_SCHEMA = Path(workflow.basedir, "workflow", "schemas", "failing_loudly.schema.yaml")
+FL = config.setdefault("failing_loudly", {}) or {}
+config["failing_loudly"] = FL
+try:
+    validate(FL, schema="../schemas/failing_loudly.schema.yaml", set_default=True)
+except WorkflowError as exc:
+    problem = schema_error(FL, FL_SCHEMA) or str(exc)
+    raise ValueError(f"failing_loudly: {problem}") from None
+_unknown = sorted(set(FL["top_n"]) - set(FL_ALL_SHIFTS))
+if _unknown:
+    raise ValueError(f"config key failing_loudly.top_n: unknown shifts {_unknown}")
+
+FLR = f"{RESULTS}/fl"
+FL_SECTION = "Failing loudly's grid - with DGP, TU and MAGDiff"
+FL_MODELS = FL["models"] or MODELS
+FL_ATTACKED = FL["attacked_model"] or FL_MODELS[0]
+
+
+def fl_representation(method):
+    """classif -> classif; pca+mmd -> pca."""
+    return method.partition("+")[0]
+
+
+def fl_models_of(method):
+    """`none` for representations that do not read a classifier, else every grid model."""
+    return ["none"] if fl_representation(method) in MODEL_FREE else FL_MODELS
+
+
+def fl_records(dataset=None):
+    return [
+        f"{FLR}/records/{d}/{m}/{meth}.csv"
+        for d in ([dataset] if dataset else DATASETS)
+        for meth in FL["methods"]
+        for m in fl_models_of(meth)
+    ]
+
+
+def fl_ns(method):
+    if method == "classif":
+        return FL["ns_classif"]
+    return FL["ns_multivariate"] if method.endswith("+mmd") else FL["ns_univariate"]
+
+
+rule fl_images:
+    """The fit images, the reference pool (validation images the models held out) and the
+    test pool of one data set."""
+    input:
+        data=data_file(DATASETS),
+    output:
+        f"{FLR}/images/{{dataset}}/pools.npz",
+    params:
+        name=lambda wc: DATASETS[wc.dataset],
+        data=data_args(),
+        im=FL["images"],
+        val_fraction=config["training"]["val_fraction"],
+    threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{LOGS}/fl/images/{{dataset}}.log",
+    benchmark:
+        f"{BENCH}/fl/images/{{dataset}}.tsv"
+    shell:
+        "{DGPBENCH} fl-images --dataset {params.name:q} {params.data} --n-fit {params.im[n_fit]}"
+        " --n-ref-pool {params.im[n_ref_pool]} --n-test-pool {params.im[n_test_pool]}"
+        " --val-fraction {params.val_fraction} --seed {params.im[seed]} --out {output:q}"
+        " > {log:q} 2>&1"
+
+
+rule fl_shift:
+    """One shift class at every fraction (adversarial_shift: FGSM against the attacked model)."""
+    input:
+        pools=rules.fl_images.output,
+        model=lambda wc: (
+            [f"{RESULTS}/models/{wc.dataset}/{FL_ATTACKED}/model.pt"]
+            if wc.shift == "adversarial_shift"
+            else []
+        ),
+    output:
+        f"{FLR}/shifts/{{dataset}}/{{shift}}.npz",
+    params:
+        fractions=join(FL["fractions"]),
+        seed=FL["images"]["seed"],
+        eps=lambda wc: FL["adversarial"]["max_epsilon"] or max_epsilon_for(DATASETS[wc.dataset]),
+        n_eps=FL["adversarial"]["n_epsilons"],
+        model=lambda wc, input: f"--model {shlex.quote(str(input.model))}" if input.model else "",
+    threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        f"{LOGS}/fl/shift/{{dataset}}/{{shift}}.log",
+    benchmark:
+        f"{BENCH}/fl/shift/{{dataset}}/{{shift}}.tsv"
+    shell:
+        "{DGPBENCH} fl-shift --images {input.pools:q} --shift {wildcards.shift:q}"
+        " --fractions {params.fractions} --seed {params.seed} {params.model}"
+        " --max-epsilon {params.eps} --n-epsilons {params.n_eps} --threads {threads}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
+rule fl_features:
+    """One representation (of one model, or `none`) of the reference and test pools and of
+    every shifted image."""
+    input:
+        pools=rules.fl_images.output,
+        shifts=expand(f"{FLR}/shifts/{{{{dataset}}}}/{{shift}}.npz", shift=FL["shifts"]),
+        model=lambda wc: (
+            [] if wc.flmodel == "none" else [f"{RESULTS}/models/{wc.dataset}/{wc.flmodel}/model.pt"]
+        ),
+    output:
+        f"{FLR}/features/{{dataset}}/{{flmodel}}/{{representation}}.npz",
+    params:
+        model=lambda wc, input: shlex.quote(str(input.model)) if input.model else "none",
+        batch_size=FL["features"]["batch_size"],
+        device=FL["features"]["device"],
+        seed=FL["seed"],
+    threads: 2
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    log:
+        f"{LOGS}/fl/features/{{dataset}}/{{flmodel}}/{{representation}}.log",
+    benchmark:
+        f"{BENCH}/fl/features/{{dataset}}/{{flmodel}}/{{representation}}.tsv"
+    shell:
+        "{DGPBENCH} fl-features --representation {wildcards.representation} --model {params.model:q}"
+        " --images {input.pools:q} --shifts {input.shifts:q} --batch-size {params.batch_size}"
+        " --device {params.device} --threads {threads} --seed {params.seed}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
+rule fl_detect:
+    """Every draw of one method: each shift x fraction x n, and the calibration cells."""
+    input:
+        lambda wc: (
+            f"{FLR}/features/{wc.dataset}/{wc.flmodel}/{fl_representation(wc.flmethod)}.npz"
+        ),
+    output:
+        f"{FLR}/records/{{dataset}}/{{flmodel}}/{{flmethod}}.csv",
+    params:
+        ns=lambda wc: join(fl_ns(wc.flmethod)),
+        kind=lambda wc: "none" if wc.flmodel == "none" else parse_model_id(wc.flmodel).kind,
+        top_n=" ".join(f"--top-n {shlex.quote(f'{s}={n}')}" for s, n in FL["top_n"].items()),
+        m=FL["mmd"]["multivariate_ref"] or "n",
+        fl={k: FL[k] for k in ("draws", "seed", "alpha", "correction")},
+        perms=FL["mmd"]["n_permutations"],
+    threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    log:
+        f"{LOGS}/fl/detect/{{dataset}}/{{flmodel}}/{{flmethod}}.log",
+    benchmark:
+        f"{BENCH}/fl/detect/{{dataset}}/{{flmodel}}/{{flmethod}}.tsv"
+    shell:
+        "{DGPBENCH} fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
+        " --draws {params.fl[draws]} --seed {params.fl[seed]} --alpha {params.fl[alpha]}"
+        " --correction {params.fl[correction]} --n-permutations {params.perms}"
+        " --multivariate-ref {params.m} {params.top_n}"
+        " --threads {threads} --tag dataset={wildcards.dataset} --tag model={wildcards.flmodel}"
+        " --tag kind={params.kind} --out {output:q} > {log:q} 2>&1"
+
+
+rule fl_report:
+    """Tables 1a and 1b, the false-positive table and the run's summary; all records in one
+    file."""
+    input:
+        fl_records(),
+    output:
+        report(
+            f"{FLR}/tables/fl_table1a_accuracy.csv",
+            caption="../report/fl_table1a_accuracy.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/tables/fl_table1a_accuracy.md",
+        report(
+            f"{FLR}/tables/fl_table1b_best.csv",
+            caption="../report/fl_table1b_best.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/tables/fl_table1b_best.md",
+        report(
+            f"{FLR}/tables/fl_false_positives.csv",
+            caption="../report/fl_false_positives.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/tables/fl_false_positives.md",
+        report(
+            f"{FLR}/tables/fl_summary.md",
+            caption="../report/fl_summary.rst",
+            category=FL_SECTION,
+        ),
+        records=f"{FLR}/records.csv.gz",
+    params:
+        alpha=FL["alpha"],
+        out_dir=f"{FLR}/tables",
+    threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=30,
+    log:
+        f"{LOGS}/fl/report.log",
+    benchmark:
+        f"{BENCH}/fl/report.tsv"
+    shell:
+        "{DGPBENCH} fl-report {input:q} --alpha {params.alpha} --out-dir {params.out_dir:q}"
+        " --aggregate {output.records:q} > {log:q} 2>&1"
+
+
+rule fl_figure:
+    """Detection accuracy vs n per method, one panel per shift class (one data set)."""
+    input:
+        lambda wc: fl_records(wc.dataset),
+    output:
+        report(
+            f"{FLR}/figures/fl_accuracy_vs_n_{{dataset}}.png",
+            caption="../report/fl_accuracy_vs_n.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/figures/fl_accuracy_vs_n_{{dataset}}.pdf",
+    params:
+        stem=lambda wc: f"{FLR}/figures/fl_accuracy_vs_n_{wc.dataset}",
+    threads: 1
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=30,
+    log:
+        f"{LOGS}/fl/figure/{{dataset}}.log",
+    benchmark:
+        f"{BENCH}/fl/figure/{{dataset}}.tsv"
+    shell:
+        "{DGPBENCH} fl-figure {input:q} --dataset {wildcards.dataset:q} --out {params.stem:q}"
+        " > {log:q} 2>&1"
+
+
+rule failing_loudly:
+    """Failing loudly's grid: tables, summary and one figure per data set (the default target
+    where failing_loudly.default_target is set: see the Snakefile)."""
+    input:
+        rules.fl_report.output,
+        expand(f"{FLR}/figures/fl_accuracy_vs_n_{{dataset}}.png", dataset=DATASETS),
+
+
+wildcard_constraints:
+    shift="[a-z_+]+",
+    flmodel="none|" + MODEL_ID_PATTERN,
+    representation="[a-z_]+",
+    flmethod=r"classif|[a-z_]+\+(?:ks|mmd|chi2)",
