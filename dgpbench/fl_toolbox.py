@@ -2,12 +2,9 @@
 
 The grid (:mod:`dgpbench.fl_grid`) names tests (``ks``, ``mmd``, ``chi2``, ``classif``) and
 representations (``noredu``, ``pca``, ..., ``dgp``); this module turns the names into
-objects. Tests come from :mod:`dgpbench.detectors` and representations from
-:func:`dgpbench.features.make_features` where these know the name; where they do not (an
-older dgpbench), ``ks`` falls back to :class:`dgpbench.detection.KSShiftDetector`, and the
-representations ``noredu`` (flattened pixels) and ``classif`` (the images themselves, for the
-domain classifier, stored flattened) to the small transformers below. Anything else raises
-:class:`Unavailable`, which the workflow reports up front and the tests skip on.
+objects: tests from :func:`dgpbench.detectors.make_detector`, representations from
+:func:`dgpbench.methods.make_features`, and ``classif`` (the images themselves, for the
+domain classifier, stored flattened) from the small transformer below.
 
 The KS test of the grid runs batched (:func:`ks_batch`): per-feature two-sample KS with
 equal sample sizes and a Bonferroni (or FDR, or no) correction, identical to
@@ -25,9 +22,6 @@ import numpy as np
 __all__ = [
     "MODEL_FREE",
     "TESTS",
-    "Unavailable",
-    "available_representation",
-    "available_test",
     "ks_batch",
     "make_detector",
     "make_representation",
@@ -38,10 +32,6 @@ TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif")
 
 MODEL_FREE: frozenset[str] = frozenset({"noredu", "pca", "srp", "uae", "tae", "classif"})
 """Representations that do not read the classifier (one per data set, model id ``none``)."""
-
-
-class Unavailable(ValueError):
-    """A test or representation this installation of dgpbench does not provide."""
 
 
 def make_detector(test: str, **params: Any) -> Any:
@@ -56,36 +46,18 @@ def make_detector(test: str, **params: Any) -> Any:
 
     Raises
     ------
-    Unavailable
-        If ``dgpbench.detectors`` is missing and ``test`` is not ``ks``.
+    ValueError
+        If ``test`` is unknown.
     """
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}; choose from {list(TESTS)}")
-    try:
-        from dgpbench.detectors import make_detector as _make
-    except ImportError:
-        _make = None
-    if _make is not None:
-        return _make(test, **params)
-    if test == "ks":
-        from dgpbench import KSShiftDetector
+    from dgpbench.detectors import make_detector as _make
 
-        keep = {k: v for k, v in params.items() if k in ("alpha", "correction")}
-        return KSShiftDetector(**keep)
-    raise Unavailable(f"test {test!r} needs dgpbench.detectors, which this dgpbench lacks")
-
-
-def available_test(test: str) -> bool:
-    """Whether :func:`make_detector` can build ``test`` here."""
-    try:
-        make_detector(test)
-    except Unavailable:
-        return False
-    return True
+    return _make(test, **params)
 
 
 class _Flatten:
-    """Flattened pixels (FL's NoRed), the fallback where dgpbench.features lacks ``noredu``."""
+    """The images, flattened: the domain classifier's input (it trains on them itself)."""
 
     def fit(self, X: Any, y: Any = None) -> _Flatten:
         return self
@@ -102,7 +74,7 @@ def make_representation(name: str, model: Any, **params: Any) -> Any:
     ----------
     name : str
         ``noredu``, ``pca``, ``srp``, ``uae``, ``tae``, ``bbsds``, ``bbsdh``, ``dgp_approx``,
-        ``dgp``, ``tu``, ``magdiff``, ``softmax`` (and the other :data:`dgpbench.features.METHODS`),
+        ``dgp``, ``tu``, ``magdiff``, ``softmax`` (and the other :data:`dgpbench.methods.METHODS`),
         or ``classif`` (the images, for the domain classifier).
     model : torch.nn.Module, path-like or None
         The classifier; ``None`` for :data:`MODEL_FREE` representations.
@@ -111,34 +83,14 @@ def make_representation(name: str, model: Any, **params: Any) -> Any:
 
     Raises
     ------
-    Unavailable
-        If this dgpbench does not know ``name``.
+    ValueError
+        If ``name`` is unknown (the message lists the known ones).
     """
     if name == "classif":
         return _Flatten()
-    from dgpbench.features import make_features
+    from dgpbench.methods import make_features
 
-    try:
-        return make_features(name, model, **params)
-    except ValueError as exc:
-        if name == "noredu" and "unknown method" in str(exc):
-            return _Flatten()
-        if name == "bbsds" and "unknown method" in str(exc):
-            return make_features("softmax", model, **params)  # BBSDs is today's softmax
-        if "unknown method" in str(exc):
-            raise Unavailable(f"representation {name!r} is not in this dgpbench: {exc}") from None
-        raise
-
-
-def available_representation(name: str) -> bool:
-    """Whether :func:`make_representation` knows ``name`` here."""
-    try:
-        make_representation(name, None)
-    except Unavailable:
-        return False
-    except Exception:  # a known name that needs a model or parameters
-        return True
-    return True
+    return make_features(name, model, **params)
 
 
 def ks_batch(

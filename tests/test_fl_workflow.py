@@ -11,7 +11,6 @@ import yaml
 from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
 
 from dgpbench.fl_grid import parse_method
-from dgpbench.fl_toolbox import available_representation, available_test
 
 FL_CONFIG = REPO / "config" / "failing_loudly.yaml"
 
@@ -58,15 +57,9 @@ def test_failing_loudly_config_makes_it_the_default_target(tmp_path):
     assert "failing_loudly" not in _job_counts(plain.stdout)
 
 
-def _available(method: str) -> bool:
-    m = parse_method(method)
-    return available_representation(m.representation) and available_test(m.test)
-
-
 @pytest.mark.slow
 def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
-    methods = [m for m in ("noredu+ks", "dgp+ks", "classif", "pca+mmd")
-               if _available(m)]  # fmt: skip
+    methods = ["noredu+ks", "dgp+ks", "classif", "pca+mmd"]
     config = tiny_config(models={"kind": "mlp", "hidden": [16], "layers": [2], "seeds": [0],
                                  "activation": "relu"})  # fmt: skip
     config["failing_loudly"] = {
