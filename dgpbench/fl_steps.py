@@ -17,22 +17,14 @@ import numpy as np
 import pandas as pd
 
 from dgpbench._device import DEVICE_OPTIONS
+from dgpbench.arguments import positive_int as _positive_int
+from dgpbench.arguments import significance as _significance
 from dgpbench.commands import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
 
 log = logging.getLogger(__name__)
 
 _SEP = "__"  # shift__fraction__field keys of the shift and feature files
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
 
 
 def _require(arrays: dict, path: str, keys: list[str], made_by: str) -> None:
@@ -52,15 +44,15 @@ def _fraction_key(fraction: float) -> str:
 # fl-images
 # --------------------------------------------------------------------------------------------
 def _images_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--data-root", default=None)
-    p.add_argument("--download", action="store_true")
+    p.add_argument("--dataset", required=True, help="mnist, fashion-mnist, cifar10, digits, ...")
+    p.add_argument("--data-root", default=None, help="torchvision data root")
+    p.add_argument("--download", action="store_true", help="download missing data (network)")
     p.add_argument("--n-fit", type=_positive_int, default=1000, help="labelled fit images")
     p.add_argument("--n-ref-pool", type=_positive_int, default=10000, help="reference pool size")
     p.add_argument("--n-test-pool", type=_positive_int, default=10000, help="test pool size")
     p.add_argument("--val-fraction", type=float, default=0.2, help="the training's held-out share")
     p.add_argument("--split-seed", type=int, default=None, help="the training's split seed")
-    p.add_argument("--seed", type=int, default=112)
+    p.add_argument("--seed", type=int, default=112, help="seed of the pools' shuffle")
     p.add_argument(
         "--out",
         required=True,
@@ -125,12 +117,14 @@ def _shift_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--images", required=True, help="pools (.npz from `dgpbench fl-images`)")
     p.add_argument("--shift", required=True, choices=SHIFTS, help="Failing loudly's name")
-    p.add_argument("--fractions", type=float, nargs="+", default=[0.1, 0.5, 1.0])
-    p.add_argument("--seed", type=int, default=112)
+    p.add_argument(
+        "--fractions", type=float, nargs="+", default=[0.1, 0.5, 1.0], help="shifted shares"
+    )
+    p.add_argument("--seed", type=int, default=112, help="seed of the shifts' draws")
     p.add_argument("--model", default=None, help="attacked classifier (adversarial_shift)")
     p.add_argument("--max-epsilon", type=float, default=1.0, help="FGSM's largest step")
     p.add_argument("--n-epsilons", type=_positive_int, default=100, help="FGSM's grid size")
-    p.add_argument("--threads", type=_positive_int, default=None)
+    p.add_argument("--threads", type=_positive_int, default=None, help="torch threads")
     p.add_argument("--out", required=True, help="output .npz, one set of arrays per fraction")
 
 
@@ -179,11 +173,13 @@ def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="none", help="checkpoint, or none (model-free)")
     p.add_argument("--images", required=True, help="pools (`dgpbench fl-images`)")
     p.add_argument("--shifts", nargs="*", default=[], help="shift files (`dgpbench fl-shift`)")
-    p.add_argument("--batch-size", type=_positive_int, default=256)
-    p.add_argument("--threads", type=_positive_int, default=None)
-    p.add_argument("--device", default="cpu", choices=DEVICE_OPTIONS)
+    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
+    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
+    p.add_argument(
+        "--device", default="cpu", choices=DEVICE_OPTIONS, help="forward pass (auto: GPU if any)"
+    )
     p.add_argument("--seed", type=int, default=0, help="random_state of seeded reductions")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="output .npz of features per image set")
 
 
 def _make_rep(name: str, model, args: argparse.Namespace):
@@ -245,22 +241,36 @@ def _top_n(text: str) -> tuple[str, int]:
 def _detect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--features", required=True, help="`dgpbench fl-features` output")
     p.add_argument("--method", required=True, help="representation+test (e.g. pca+mmd) or classif")
-    p.add_argument("--ns", type=_positive_int, nargs="+", required=True)
-    p.add_argument("--draws", type=_positive_int, default=30)
-    p.add_argument("--seed", type=int, default=112)
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--correction", default="bonferroni", choices=["bonferroni", "fdr", "none"])
-    p.add_argument("--n-permutations", type=_positive_int, default=1000, help="MMD")
+    p.add_argument("--ns", type=_positive_int, nargs="+", required=True, help="sample sizes n")
+    p.add_argument("--draws", type=_positive_int, default=30, help="draws per cell")
+    p.add_argument("--seed", type=int, default=112, help="seed of the draws")
+    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
+    p.add_argument(
+        "--correction",
+        default="bonferroni",
+        choices=["bonferroni", "fdr", "none"],
+        help="multiple-testing correction over the features (KS)",
+    )
+    p.add_argument("--n-permutations", type=_positive_int, default=1000, help="MMD permutations")
     p.add_argument(
         "--multivariate-ref",
         type=_ref_size,
         default=1000,
         help="MMD's reference size m (Rabanser et al.: 1000), or n for m = n",
     )
-    p.add_argument("--top-n", type=_top_n, action="append", default=[], metavar="SHIFT=N")
-    p.add_argument("--no-calibration", action="store_true")
+    p.add_argument(
+        "--top-n",
+        type=_top_n,
+        action="append",
+        default=[],
+        metavar="SHIFT=N",
+        help="largest n for a shift (Rabanser et al.: 9000 for the knock-outs)",
+    )
+    p.add_argument(
+        "--no-calibration", action="store_true", help="skip the no-shift (fraction 0) cells"
+    )
     p.add_argument("--tag", action="append", default=[], help="key=value column")
-    p.add_argument("--threads", type=_positive_int, default=None)
+    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument("--out", required=True, help="records CSV")
 
 
@@ -355,8 +365,8 @@ def _read_records(paths: list[str]) -> pd.DataFrame:
 
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("records", nargs="+", help="record CSVs of `dgpbench fl-detect`")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
+    p.add_argument("--out-dir", required=True, help="folder for the tables")
     p.add_argument("--aggregate", default=None, help="also write all records here (.csv.gz)")
 
 
@@ -371,8 +381,8 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _figure_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("records", nargs="+")
-    p.add_argument("--dataset", required=True)
+    p.add_argument("records", nargs="+", help="record CSVs of `dgpbench fl-detect`")
+    p.add_argument("--dataset", required=True, help="the data set whose panels to draw")
     p.add_argument("--out", required=True, help="figure stem (writes .png and .pdf)")
 
 

@@ -74,10 +74,10 @@ def load_method_class(spec: str) -> type:
     --------
     >>> load_method_class("dgpbench.features:DGPFeatures").__name__
     'DGPFeatures'
-    >>> load_method_class("dgpbench.features:make_features")
+    >>> load_method_class("dgpbench.methods:make_features")
     Traceback (most recent call last):
     ...
-    ValueError: method 'dgpbench.features:make_features': make_features is not a class
+    ValueError: method 'dgpbench.methods:make_features': make_features is not a class
     """
     match = _CUSTOM_RE.fullmatch(spec)
     if match is None:

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from dgpbench._device import DEVICE_OPTIONS
-from dgpbench._validation import check_int
+from dgpbench.arguments import positive_int as _positive_int
+from dgpbench.arguments import significance as _significance
 from dgpbench.commands import SUBCOMMANDS, CommandError
 from dgpbench.io import load_npz, save_npz, write_csv
 from dgpbench.naming import ModelId, feature_key, parse_feature_key, parse_model_id
@@ -34,25 +35,6 @@ def _require(arrays: dict[str, np.ndarray], path: str, keys: list[str], made_by:
             f"{path} has no array {', '.join(map(repr, missing))} (it has {sorted(arrays)}); "
             f"expected the output of `dgpbench {made_by}`"
         )
-
-
-def _positive_int(text: str) -> int:
-    """An argparse type; argparse names the option in the error."""
-    try:
-        return check_int(int(text), "value")
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}") from None
-
-
-def _significance(text: str) -> float:
-    """An argparse type for a significance level in (0, 1), checked before any work."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text}")
-    return value
 
 
 # --------------------------------------------------------------------------------------------

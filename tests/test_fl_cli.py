@@ -56,7 +56,7 @@ def test_truncated_pools_file_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "pools.npz").write_bytes(b"PK\x03\x04 not really")
     code = main(["fl-shift", "--images", str(tmp_path / "pools.npz"), "--shift",
                  "small_gn_shift", "--out", str(tmp_path / "s.npz")])  # fmt: skip
-    assert code == 2 and "not a readable .npz" in capsys.readouterr().err
+    assert code == 2 and "not an .npz file" in capsys.readouterr().err
 
 
 def test_pools_mix_held_out_and_test_images_and_never_training_ones(tmp_path):
