@@ -99,12 +99,10 @@ def test_packaging_files_agree():
         assert conda.get(name) == spec, (name, spec, conda.get(name))
     rules_env = yaml.safe_load((REPO / "workflow" / "envs" / "dgpbench.yaml").read_text())
     assert rules_env["channels"] == ["conda-forge"]
-    # CI's floor pins are the floors of pyproject.toml (torch: see ci/floors.txt)
+    # CI's floor pins are the floors of pyproject.toml
     for line in (REPO / "ci" / "floors.txt").read_text().splitlines():
         if not line or line.startswith("#"):
             continue
         name, version = line.lower().split("==")
-        if name in ("torch", "torchvision"):
-            continue
         floor = base[name].split(",")[0].removeprefix(">=")
         assert version.startswith(floor), (name, version, base[name])
