@@ -57,6 +57,22 @@ __all__ = [
 ]
 
 
+#: The workflow's parameters (``dgpbench features``), taken by every representation, here
+#: and in :mod:`dgpbench.representations`: the model and how its forward pass runs.
+WORKFLOW_CONSTRAINTS: dict = {
+    "model": "no_validation",
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    # joblib's convention: -1 = all cores, -2 = all but one; 0 is meaningless
+    "n_jobs": [
+        Interval(Integral, 1, None, closed="left"),
+        Interval(Integral, None, -1, closed="right"),
+        None,
+    ],
+    "progress": ["boolean"],
+    "device": [StrOptions(set(DEVICE_OPTIONS))],
+}
+
+
 def _flatten_images(X: Any, input_shape: tuple[int, ...] | None = None) -> Any:
     """Flatten an image batch (numpy or torch) to (N, D) in channels-first order.
 
@@ -136,17 +152,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
     _representations: ClassVar[tuple[str, ...]] = ("distances", "raw")
 
     _parameter_constraints: ClassVar[dict] = {
-        "model": "no_validation",
+        **WORKFLOW_CONSTRAINTS,
         "representation": [StrOptions({"distances", "raw"})],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        # joblib's convention: -1 = all cores, -2 = all but one; 0 is meaningless
-        "n_jobs": [
-            Interval(Integral, 1, None, closed="left"),
-            Interval(Integral, None, -1, closed="right"),
-            None,
-        ],
-        "progress": ["boolean"],
-        "device": [StrOptions(set(DEVICE_OPTIONS))],
     }
 
     def __init__(

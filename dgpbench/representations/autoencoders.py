@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import resolve_device
-from dgpbench.representations.reductions import WORKFLOW_CONSTRAINTS
+from dgpbench.features import WORKFLOW_CONSTRAINTS
 
 __all__ = [
     "ARCHITECTURES",

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from dgpbench._compat import _fit_context
 from dgpbench.cnn import split_network
-from dgpbench.features import SoftmaxFeatures, _load_model, _MLPFeatures
+from dgpbench.features import WORKFLOW_CONSTRAINTS, SoftmaxFeatures, _load_model, _MLPFeatures
 
 __all__ = ["BBSDhFeatures", "SoftmaxFeatures"]
 
@@ -56,9 +56,7 @@ class BBSDhFeatures(_MLPFeatures):
     """
 
     _prefix = "bbsdh"
-    _parameter_constraints: ClassVar[dict] = {
-        k: v for k, v in _MLPFeatures._parameter_constraints.items() if k != "representation"
-    }
+    _parameter_constraints: ClassVar[dict] = dict(WORKFLOW_CONSTRAINTS)  # no representation
 
     def __init__(
         self,

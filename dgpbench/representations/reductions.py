@@ -17,23 +17,10 @@ from sklearn.decomposition import PCA
 from sklearn.random_projection import SparseRandomProjection
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
-from dgpbench._device import DEVICE_OPTIONS
+from dgpbench._compat import Interval, _fit_context
+from dgpbench.features import WORKFLOW_CONSTRAINTS, _flatten_images
 
 __all__ = ["NoRedFeatures", "PCAFeatures", "SRPFeatures", "flatten_images", "variance_dimension"]
-
-#: The workflow's parameters, accepted by every representation (see ``dgpbench features``).
-WORKFLOW_CONSTRAINTS: dict = {
-    "model": "no_validation",
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "n_jobs": [
-        Interval(Integral, 1, None, closed="left"),
-        Interval(Integral, None, -1, closed="right"),
-        None,
-    ],
-    "progress": ["boolean"],
-    "device": [StrOptions(set(DEVICE_OPTIONS))],
-}
 
 
 def flatten_images(X: Any) -> np.ndarray:
@@ -41,8 +28,6 @@ def flatten_images(X: Any) -> np.ndarray:
 
     Channels-first order, as :mod:`dgpbench.data` and the MLP transformers use.
     """
-    from dgpbench.features import _flatten_images
-
     return _flatten_images(X)
 
 
