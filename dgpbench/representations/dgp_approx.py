@@ -19,8 +19,7 @@ from numba import njit, prange
 
 from dgpbench.features import _MLPFeatures
 from dgpbench.topology._kernels import _global_max, _summary_t
-from dgpbench.topology._threads import numba_threads
-from dgpbench.topology.activation import _check_standardizable, _graph_chunks, _packed
+from dgpbench.topology.activation import _summary_rows
 
 __all__ = ["DGPApproxFeatures", "dgp_approx_representation"]
 
@@ -86,36 +85,19 @@ def dgp_approx_representation(
         float32: ``max_k S[i, k]`` for every input ``i``, then ``max_i S[i, k]`` for every
         output ``k``.
     """
-    if standardize:
-        _check_standardizable(graph)
-    packed = _packed(graph)
-    out = np.empty((X.shape[0], graph.n_inputs + graph.n_outputs), dtype=np.float32)
-    chunks = _graph_chunks(
+    return _summary_rows(
+        _dgp_approx_batch,
         graph,
         X,
-        packed,
+        graph.n_inputs + graph.n_outputs,
         standardize=standardize,
+        normalize=normalize,
         ddof=1,
         batch_size=batch_size,
+        n_jobs=n_jobs,
         progress=progress,
         desc="DGP approx",
     )
-    with numba_threads(n_jobs):
-        for rows, A, mu, s in chunks:
-            _dgp_approx_batch(
-                A,
-                packed.a_off,
-                packed.WT,
-                packed.w_off,
-                packed.sizes,
-                packed.wmax,
-                packed.wmin,
-                mu,
-                s,
-                bool(normalize),
-                out[rows],
-            )
-    return out
 
 
 class DGPApproxFeatures(_MLPFeatures):

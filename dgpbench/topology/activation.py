@@ -315,12 +315,46 @@ def dgp_representation(
     graph, X = _prepare(graph, X)
     batch_size = check_int(batch_size, "batch_size")
     ddof = _check_ddof(ddof)
+    log.debug("DGP representation of %d samples, layers %s", X.shape[0], graph.layer_sizes)
+    return _summary_rows(
+        _dgp_batch,
+        graph,
+        X,
+        graph.n_inputs + graph.n_outputs - 1,
+        standardize=standardize,
+        normalize=normalize,
+        ddof=ddof,
+        batch_size=batch_size,
+        n_jobs=n_jobs,
+        progress=progress,
+        desc="DGP",
+    )
+
+
+def _summary_rows(
+    kernel: Any,
+    graph: MLPGraph,
+    X: np.ndarray,
+    width: int,
+    *,
+    standardize: bool,
+    normalize: bool,
+    ddof: int,
+    batch_size: int,
+    n_jobs: int | None,
+    progress: bool,
+    desc: str,
+) -> np.ndarray:
+    """Run a per-sample kernel on the summary matrix S(x), chunk by chunk.
+
+    ``kernel`` has :func:`~dgpbench.topology._kernels._dgp_batch`'s signature and writes
+    ``width`` float32 values per sample: the MST weights for DGP, the row and column maxima
+    for :mod:`dgpbench.representations.dgp_approx`. ``X`` is already checked.
+    """
     if standardize:
         _check_standardizable(graph)
     packed = _packed(graph)
-    n = X.shape[0]
-    out = np.empty((n, graph.n_inputs + graph.n_outputs - 1), dtype=np.float32)
-    log.debug("DGP representation of %d samples, layers %s", n, graph.layer_sizes)
+    out = np.empty((X.shape[0], width), dtype=np.float32)
     chunks = _graph_chunks(
         graph,
         X,
@@ -329,11 +363,11 @@ def dgp_representation(
         ddof=ddof,
         batch_size=batch_size,
         progress=progress,
-        desc="DGP",
+        desc=desc,
     )
     with numba_threads(n_jobs):
         for rows, A, mu, s in chunks:
-            _dgp_batch(
+            kernel(
                 A,
                 packed.a_off,
                 packed.WT,
