@@ -36,6 +36,7 @@ body's output as the input layer; Softmax uses the whole network.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from numbers import Integral
 from typing import Any, ClassVar
 
@@ -347,7 +348,32 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         return tags
 
 
-class DGPFeatures(_MLPFeatures):
+class _SummaryFeatures(_MLPFeatures):
+    """Shared by DGP and its approximation: a raw representation read off the summary
+    matrix S(x) by ``_summary`` (``dgp_representation``'s signature), with its options."""
+
+    _summary: ClassVar[Callable[..., np.ndarray]]
+    _parameter_constraints: ClassVar[dict] = {
+        **_MLPFeatures._parameter_constraints,
+        "standardize": ["boolean"],
+        "normalize": ["boolean"],
+    }
+
+    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
+        return [
+            self._summary(
+                self.graph_,
+                X,
+                standardize=self.standardize,
+                normalize=self.normalize,
+                batch_size=self.batch_size,
+                n_jobs=self.n_jobs,
+                progress=self.progress,
+            )
+        ]
+
+
+class DGPFeatures(_SummaryFeatures):
     """Sample-weighted deep graph persistence (DGP) features.
 
     For each image, the activation graph of the MLP is standardised per layer (optional),
@@ -419,11 +445,7 @@ class DGPFeatures(_MLPFeatures):
     """
 
     _prefix = "dgp"
-    _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        "standardize": ["boolean"],
-        "normalize": ["boolean"],
-    }
+    _summary = staticmethod(dgp_representation)
 
     def __init__(
         self,
@@ -447,19 +469,6 @@ class DGPFeatures(_MLPFeatures):
         )
         self.standardize = standardize
         self.normalize = normalize
-
-    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
-        return [
-            dgp_representation(
-                self.graph_,
-                X,
-                standardize=self.standardize,
-                normalize=self.normalize,
-                batch_size=self.batch_size,
-                n_jobs=self.n_jobs,
-                progress=self.progress,
-            )
-        ]
 
 
 class TUFeatures(_MLPFeatures):

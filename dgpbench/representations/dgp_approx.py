@@ -12,12 +12,12 @@ normalize=False``): those are the defaults here; both options are available.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
 
-from dgpbench.features import _MLPFeatures
+from dgpbench.features import _SummaryFeatures
 from dgpbench.topology._kernels import _global_max, _summary_t
 from dgpbench.topology.activation import _summary_rows
 
@@ -100,7 +100,7 @@ def dgp_approx_representation(
     )
 
 
-class DGPApproxFeatures(_MLPFeatures):
+class DGPApproxFeatures(_SummaryFeatures):
     """The DGP authors' ``dgp_approximate``: row/column maxima of S(x) instead of its MST.
 
     Parameters
@@ -134,11 +134,7 @@ class DGPApproxFeatures(_MLPFeatures):
     """
 
     _prefix = "dgp_approx"
-    _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        "standardize": ["boolean"],
-        "normalize": ["boolean"],
-    }
+    _summary = staticmethod(dgp_approx_representation)
 
     def __init__(
         self,
@@ -162,16 +158,3 @@ class DGPApproxFeatures(_MLPFeatures):
         )
         self.standardize = standardize
         self.normalize = normalize
-
-    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
-        return [
-            dgp_approx_representation(
-                self.graph_,
-                X,
-                standardize=self.standardize,
-                normalize=self.normalize,
-                batch_size=self.batch_size,
-                n_jobs=self.n_jobs,
-                progress=self.progress,
-            )
-        ]
