@@ -237,7 +237,8 @@ def concat_curves(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def _train_args(p: argparse.ArgumentParser) -> None:
+def _model_args(p: argparse.ArgumentParser) -> None:
+    """The data set and the MLP's architecture (``analysis train`` and ``train-seeds``)."""
     p.add_argument("--dataset", required=True, help="digits, mnist, fashion-mnist, emnist, ...")
     p.add_argument("--data-root", default=None, help="torchvision data root")
     p.add_argument("--download", action="store_true", help="download missing data (network)")
@@ -246,25 +247,23 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--activation", default="relu", help="relu or tanh")
     p.add_argument("--batchnorm", action="store_true", help="batch norm after hidden maps")
     p.add_argument("--dropout", type=float, default=0.0, help="dropout after hidden activations")
-    p.add_argument("--seed", type=int, required=True, help="model seed")
+
+
+def _optimiser_args(p: argparse.ArgumentParser) -> None:
+    """Adam's settings (``analysis train`` and ``train-seeds``)."""
     p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate")
     p.add_argument("--epochs", type=int, default=40, help="training epochs")
     p.add_argument("--batch-size", type=int, default=32, help="training batch size")
-    p.add_argument("--checkpoints-per-epoch", type=int, default=4, help="weights saved per epoch")
-    p.add_argument("--curves", default=None, help="also write the per-evaluation curves CSV")
-    p.add_argument("--run", default=None, help="run id in the curves (default <dataset>/<dir>)")
-    out_dir_arg(p)
 
 
-def _train(args: argparse.Namespace) -> None:
-    from dgpbench.data import load_dataset, n_classes
-    from dgpbench.models import ArchConfig, analysis_config, train_mlp
+def _architecture(args: argparse.Namespace, x: Any) -> Any:
+    """The ``ArchConfig`` of :func:`_model_args`' options for the training images ``x``."""
+    from dgpbench.data import n_classes
+    from dgpbench.models import ArchConfig
 
-    out = Path(args.out_dir)
-    x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
     # A linear classifier has no hidden layer: the stored width is a placeholder.
     hidden = args.hidden if args.hidden is not None or args.layers > 1 else 1
-    arch = ArchConfig(
+    return ArchConfig(
         n_inputs=int(np.prod(x.shape[1:])),
         hidden=hidden,
         n_layers=args.layers,
@@ -273,6 +272,25 @@ def _train(args: argparse.Namespace) -> None:
         batchnorm=args.batchnorm,
         dropout=args.dropout,
     )
+
+
+def _train_args(p: argparse.ArgumentParser) -> None:
+    _model_args(p)
+    p.add_argument("--seed", type=int, required=True, help="model seed")
+    _optimiser_args(p)
+    p.add_argument("--checkpoints-per-epoch", type=int, default=4, help="weights saved per epoch")
+    p.add_argument("--curves", default=None, help="also write the per-evaluation curves CSV")
+    p.add_argument("--run", default=None, help="run id in the curves (default <dataset>/<dir>)")
+    out_dir_arg(p)
+
+
+def _train(args: argparse.Namespace) -> None:
+    from dgpbench.data import load_dataset
+    from dgpbench.models import analysis_config, train_mlp
+
+    out = Path(args.out_dir)
+    x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
+    arch = _architecture(args, x)
     config = analysis_config(
         args.dataset,
         lr=args.lr,

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dgpbench.analysis.curves import _test_tensors
+from dgpbench.analysis.curves import _architecture, _model_args, _optimiser_args, _test_tensors
 from dgpbench.analysis.weights import run_info, tidy_run_columns
 from dgpbench.io import write_csv
 
@@ -254,20 +254,11 @@ def train_analysis_seeds(
 
 
 def _train_seeds_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True, help="digits, mnist, fashion-mnist, emnist, ...")
-    p.add_argument("--data-root", default=None, help="torchvision data root")
-    p.add_argument("--download", action="store_true", help="download missing data (network)")
-    p.add_argument("--layers", type=int, required=True, help="linear maps (1: linear classifier)")
-    p.add_argument("--hidden", type=int, default=None, help="hidden units (unless --layers 1)")
-    p.add_argument("--activation", default="relu", help="relu or tanh")
-    p.add_argument("--batchnorm", action="store_true", help="batch norm after hidden maps")
-    p.add_argument("--dropout", type=float, default=0.0, help="dropout after hidden activations")
+    _model_args(p)
     p.add_argument("--seeds", type=int, nargs="+", required=True, help="model seeds")
     p.add_argument("--out-dirs", nargs="+", required=True, help="one output folder per seed")
     p.add_argument("--runs", nargs="+", default=None, help="run ids (default <dataset>/<dir>)")
-    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate")
-    p.add_argument("--epochs", type=int, default=40, help="training epochs")
-    p.add_argument("--batch-size", type=int, default=32, help="training batch size")
+    _optimiser_args(p)
     p.add_argument(
         "--checkpoints-per-epoch", type=int, default=4, help="curve evaluations per epoch"
     )
@@ -276,25 +267,15 @@ def _train_seeds_args(p: argparse.ArgumentParser) -> None:
 
 
 def _train_seeds(args: argparse.Namespace) -> None:
-    from dgpbench.data import load_dataset, n_classes
-    from dgpbench.models import ArchConfig, analysis_config
+    from dgpbench.data import load_dataset
+    from dgpbench.models import analysis_config
 
     if len(args.out_dirs) != len(args.seeds):
         raise ValueError(f"got {len(args.out_dirs)} --out-dirs for {len(args.seeds)} --seeds")
     if args.runs is not None and len(args.runs) != len(args.seeds):
         raise ValueError(f"got {len(args.runs)} --runs for {len(args.seeds)} --seeds")
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
-    # A linear classifier has no hidden layer: the stored width is a placeholder.
-    hidden = args.hidden if args.hidden is not None or args.layers > 1 else 1
-    arch = ArchConfig(
-        n_inputs=int(np.prod(x.shape[1:])),
-        hidden=hidden,
-        n_layers=args.layers,
-        n_classes=n_classes(args.dataset, args.data_root),
-        activation=args.activation,
-        batchnorm=args.batchnorm,
-        dropout=args.dropout,
-    )
+    arch = _architecture(args, x)
     config = analysis_config(
         args.dataset,
         lr=args.lr,
