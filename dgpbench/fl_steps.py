@@ -16,8 +16,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dgpbench._device import DEVICE_OPTIONS
+from dgpbench.arguments import forward_pass_args as _forward_pass_args
+from dgpbench.arguments import parse_tags as _parse_tags
 from dgpbench.arguments import positive_int as _positive_int
+from dgpbench.arguments import require_arrays as _require
 from dgpbench.arguments import significance as _significance
 from dgpbench.commands import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
@@ -25,15 +27,6 @@ from dgpbench.io import load_npz, save_npz, write_csv
 log = logging.getLogger(__name__)
 
 _SEP = "__"  # shift__fraction__field keys of the shift and feature files
-
-
-def _require(arrays: dict, path: str, keys: list[str], made_by: str) -> None:
-    missing = [k for k in keys if k not in arrays]
-    if missing:
-        raise ValueError(
-            f"{path} has no array {', '.join(map(repr, missing))}; expected the output of "
-            f"`dgpbench {made_by}`"
-        )
 
 
 def _fraction_key(fraction: float) -> str:
@@ -173,11 +166,7 @@ def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="none", help="checkpoint, or none (model-free)")
     p.add_argument("--images", required=True, help="pools (`dgpbench fl-images`)")
     p.add_argument("--shifts", nargs="*", default=[], help="shift files (`dgpbench fl-shift`)")
-    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
-    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
-    p.add_argument(
-        "--device", default="cpu", choices=DEVICE_OPTIONS, help="forward pass (auto: GPU if any)"
-    )
+    _forward_pass_args(p)
     p.add_argument("--seed", type=int, default=0, help="random_state of seeded reductions")
     p.add_argument("--out", required=True, help="output .npz of features per image set")
 
@@ -272,16 +261,6 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", action="append", default=[], help="key=value column")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
     p.add_argument("--out", required=True, help="records CSV")
-
-
-def _parse_tags(tags: list[str]) -> dict[str, str]:
-    out = {}
-    for tag in tags:
-        key, sep, value = tag.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--tag must be key=value, got {tag!r}")
-        out[key] = value
-    return out
 
 
 class _Pools(Mapping):

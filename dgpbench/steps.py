@@ -15,7 +15,10 @@ import numpy as np
 import pandas as pd
 
 from dgpbench._device import DEVICE_OPTIONS
+from dgpbench.arguments import forward_pass_args as _forward_pass_args
+from dgpbench.arguments import parse_tags as _parse_tags
 from dgpbench.arguments import positive_int as _positive_int
+from dgpbench.arguments import require_arrays as _require
 from dgpbench.arguments import significance as _significance
 from dgpbench.commands import SUBCOMMANDS, CommandError
 from dgpbench.io import load_npz, save_npz, write_csv
@@ -25,16 +28,6 @@ if TYPE_CHECKING:
     from dgpbench.saved import FittedDetector
 
 log = logging.getLogger(__name__)
-
-
-def _require(arrays: dict[str, np.ndarray], path: str, keys: list[str], made_by: str) -> None:
-    """Name the file and what it should hold when arrays are missing (not a bare KeyError)."""
-    missing = [k for k in keys if k not in arrays]
-    if missing:
-        raise ValueError(
-            f"{path} has no array {', '.join(map(repr, missing))} (it has {sorted(arrays)}); "
-            f"expected the output of `dgpbench {made_by}`"
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,11 +242,7 @@ def _features_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help=_MODEL_HELP)
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
-    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
-    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
-    p.add_argument(
-        "--device", default="cpu", choices=DEVICE_OPTIONS, help="forward pass (auto: GPU if any)"
-    )
+    _forward_pass_args(p)
     p.add_argument(
         "--out", required=True, help="output .npz: `clean` and `<corruption>_<intensity>` arrays"
     )
@@ -351,8 +340,7 @@ def _score_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--permutations", type=_positive_int, default=1000, help="MMD permutations")
     p.add_argument("--seed", type=int, default=0, help="seed of the mmd/classif test")
-    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
-    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
+    _forward_pass_args(p, device=False)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.epilog = (
         "Exit status: 0 = no shift, 1 = shift detected (and nothing else), 2 = any error "
@@ -542,8 +530,7 @@ def _fit_args(p: argparse.ArgumentParser) -> None:
         choices=["bonferroni", "fdr", "none"],
         help="multiple-testing correction over the features",
     )
-    p.add_argument("--batch-size", type=_positive_int, default=256, help="images per forward pass")
-    p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
+    _forward_pass_args(p, device=False)
     p.add_argument("--out", required=True, help="the detector file to write (.npz)")
 
 
@@ -591,16 +578,6 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
         "--tag", action="append", default=[], help="key=value column added to the records"
     )
     p.add_argument("--out", required=True, help="output CSV of bootstrap records")
-
-
-def _parse_tags(tags: list[str]) -> dict[str, str]:
-    out = {}
-    for tag in tags:
-        key, sep, value = tag.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--tag must be key=value, got {tag!r}")
-        out[key] = value
-    return out
 
 
 def _detect(args: argparse.Namespace) -> None:
