@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ShiftTestResult", "check_min_samples", "package_version"]
+__all__ = ["ShiftTestResult", "check_min_samples", "drift_meta", "package_version"]
 
 
 def package_version() -> str:
@@ -29,6 +29,11 @@ def check_min_samples(n: int, minimum: int, name: str, why: str) -> None:
     """Raise ``ValueError`` naming ``name`` if it has fewer than ``minimum`` samples."""
     if n < minimum:
         raise ValueError(f"{name} has {n} samples; this test needs at least {minimum} ({why})")
+
+
+def drift_meta(name: str, version: str, **settings: Any) -> dict[str, Any]:
+    """alibi-detect's ``meta`` block of an offline drift detector, then the test's settings."""
+    return {"name": name, "version": version, "detector_type": "drift", "online": False, **settings}
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,13 +91,7 @@ class ShiftTestResult:
     def meta(self) -> dict[str, Any]:
         """A fresh ``meta`` dict (alibi-detect layout plus the test's settings)."""
         return {
-            "name": self.name,
-            "version": self.version,
-            "detector_type": "drift",
-            "online": False,
-            "alpha": self.alpha,
-            "n_ref": self.n_ref,
-            "n": self.n,
+            **drift_meta(self.name, self.version, alpha=self.alpha, n_ref=self.n_ref, n=self.n),
             **{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.details.items()},
         }
 

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
-from dgpbench.detectors.base import package_version
+from dgpbench.detectors.base import drift_meta, package_version
 
 logger = logging.getLogger(__name__)
 
@@ -119,17 +119,15 @@ class KSTestResult:
     @property
     def meta(self) -> dict[str, Any]:
         """A fresh ``meta`` dict (alibi-detect layout plus the test's settings)."""
-        return {
-            "name": self.name,
-            "version": self.version,
-            "detector_type": "drift",
-            "online": False,
-            "correction": self.correction,
-            "alpha": self.alpha,
-            "n_ref": self.n_ref,
-            "n": self.n,
-            "n_features": self.n_features,
-        }
+        return drift_meta(
+            self.name,
+            self.version,
+            correction=self.correction,
+            alpha=self.alpha,
+            n_ref=self.n_ref,
+            n=self.n,
+            n_features=self.n_features,
+        )
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Return ``{"data": {...}, "meta": {...}}`` with fresh, writable array copies."""
