@@ -274,6 +274,23 @@ def _architecture(args: argparse.Namespace, x: Any) -> Any:
     )
 
 
+def _train_config(args: argparse.Namespace, **overrides: Any) -> Any:
+    """The ``TrainConfig`` of :func:`_optimiser_args`' options, ``--checkpoints-per-epoch``
+    and ``--threads`` (``overrides``: e.g. the model seed)."""
+    from dgpbench.models import analysis_config
+
+    return analysis_config(
+        args.dataset,
+        lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        checkpoints_per_epoch=args.checkpoints_per_epoch,
+        keep="last",  # the curves replace the 160 kept checkpoints of the paper's setup
+        threads=args.threads,
+        **overrides,
+    )
+
+
 def _train_args(p: argparse.ArgumentParser) -> None:
     _model_args(p)
     p.add_argument("--seed", type=int, required=True, help="model seed")
@@ -286,21 +303,12 @@ def _train_args(p: argparse.ArgumentParser) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from dgpbench.data import load_dataset
-    from dgpbench.models import analysis_config, train_mlp
+    from dgpbench.models import train_mlp
 
     out = Path(args.out_dir)
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
     arch = _architecture(args, x)
-    config = analysis_config(
-        args.dataset,
-        lr=args.lr,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        checkpoints_per_epoch=args.checkpoints_per_epoch,
-        keep="last",  # the curves replace the 160 kept checkpoints of the paper's setup
-        seed=args.seed,
-        threads=args.threads,
-    )
+    config = _train_config(args, seed=args.seed)
     recorder = None
     if args.curves:
         x_test, y_test = load_dataset(args.dataset, args.data_root, "test", download=args.download)

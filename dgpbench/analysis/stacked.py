@@ -32,7 +32,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dgpbench.analysis.curves import _architecture, _model_args, _optimiser_args, _test_tensors
+from dgpbench.analysis.curves import (
+    _architecture,
+    _model_args,
+    _optimiser_args,
+    _test_tensors,
+    _train_config,
+)
 from dgpbench.analysis.weights import run_info, tidy_run_columns
 from dgpbench.io import write_csv
 
@@ -268,7 +274,6 @@ def _train_seeds_args(p: argparse.ArgumentParser) -> None:
 
 def _train_seeds(args: argparse.Namespace) -> None:
     from dgpbench.data import load_dataset
-    from dgpbench.models import analysis_config
 
     if len(args.out_dirs) != len(args.seeds):
         raise ValueError(f"got {len(args.out_dirs)} --out-dirs for {len(args.seeds)} --seeds")
@@ -276,15 +281,7 @@ def _train_seeds(args: argparse.Namespace) -> None:
         raise ValueError(f"got {len(args.runs)} --runs for {len(args.seeds)} --seeds")
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
     arch = _architecture(args, x)
-    config = analysis_config(
-        args.dataset,
-        lr=args.lr,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        checkpoints_per_epoch=args.checkpoints_per_epoch,
-        keep="last",  # the curves replace the 160 kept checkpoints of the paper's setup
-        threads=args.threads,
-    )
+    config = _train_config(args)
     x_test = y_test = None
     if not args.no_curves:
         x_test, y_test = load_dataset(args.dataset, args.data_root, "test", download=args.download)
