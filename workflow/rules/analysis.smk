@@ -30,6 +30,7 @@ rule analysis_train:
         metrics=analysis_seed_files("metrics.csv"),
         curves=analysis_seed_files("curves.csv"),
     params:
+        dgpbench=DGPBENCH,
         name=lambda wc: AN_DATASETS[wc.dataset],
         data=data_args(),
         arch=lambda wc: analysis_group_arch(wc.group),
@@ -48,7 +49,7 @@ rule analysis_train:
     benchmark:
         f"{AN_BENCH}/train/{{dataset}}/{{group}}.tsv"
     shell:
-        "{DGPBENCH} analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
+        "{params.dgpbench} analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
         " --seeds {params.seeds} --out-dirs {params.out_dirs} --runs {params.runs}"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]}"
@@ -65,6 +66,7 @@ rule analysis_train_regulariser:
         models=regulariser_seed_files("model.pt"),
         metrics=regulariser_seed_files("metrics.csv"),
     params:
+        dgpbench=DGPBENCH,
         name=lambda wc: REG_DATASETS[wc.dataset],
         data=data_args(),
         arch=lambda wc: regulariser_arch(wc.regkind),
@@ -82,7 +84,7 @@ rule analysis_train_regulariser:
     benchmark:
         f"{AN_BENCH}/train_regulariser/{{dataset}}/{{regkind}}.tsv"
     shell:
-        "{DGPBENCH} analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
+        "{params.dgpbench} analysis train-seeds --dataset {params.name:q} {params.data} {params.arch}"
         " --seeds {params.seeds} --out-dirs {params.out_dirs} --no-curves"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]}"
@@ -111,8 +113,10 @@ rule analysis_models:
         f"{AN_LOGS}/models.log",
     benchmark:
         f"{AN_BENCH}/models.tsv"
+    params:
+        dgpbench=DGPBENCH,
     shell:
-        "{DGPBENCH} analysis models --checkpoints {input.checkpoints} --curves {input.curves}"
+        "{params.dgpbench} analysis models --checkpoints {input.checkpoints} --curves {input.curves}"
         " --threads {threads} --out {output} > {log} 2>&1"
 
 
@@ -132,8 +136,10 @@ rule analysis_curves:
         f"{AN_LOGS}/curves.log",
     benchmark:
         f"{AN_BENCH}/curves.tsv"
+    params:
+        dgpbench=DGPBENCH,
     shell:
-        "{DGPBENCH} analysis curves {input} --out {output} > {log} 2>&1"
+        "{params.dgpbench} analysis curves {input} --out {output} > {log} 2>&1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,6 +156,7 @@ rule analysis_permutation:
         linear=figure(f"{AN_RESULTS}/permutation/fig_permutation_linear", AN_LINEAR),
         dnn=figure(f"{AN_RESULTS}/permutation/fig_permutation_dnn", AN_DEEP),
     params:
+        dgpbench=DGPBENCH,
         p=lookup(within=config, dpath="analysis/permutation"),
     threads: 2  # the batched MST kernel runs on numba threads
     conda:
@@ -162,7 +169,7 @@ rule analysis_permutation:
     benchmark:
         f"{AN_BENCH}/permutation.tsv"
     shell:
-        "{DGPBENCH} analysis permutation --checkpoints {input}"
+        "{params.dgpbench} analysis permutation --checkpoints {input}"
         " --n-permutations {params.p[n_permutations]} --seed {params.p[seed]}"
         " --sample {params.p[sample]} --alpha {params.p[alpha]} --threads {threads}"
         " --out-dir $(dirname {output.ks}) > {log} 2>&1"
@@ -184,6 +191,7 @@ rule analysis_np_variance:
             for f in figure(f"{AN_RESULTS}/np_variance/fig_np_vs_log_variance_{a}", AN_DEEP)
         ],
     params:
+        dgpbench=DGPBENCH,
         layers=join(AN["np_variance"]["figure_layers"]),
         hidden=join(AN["np_variance"]["figure_hidden"]),
         out=lambda wc, output: Path(output[0]).parent,
@@ -198,7 +206,7 @@ rule analysis_np_variance:
     benchmark:
         f"{AN_BENCH}/np_variance.tsv"
     shell:
-        "{DGPBENCH} analysis np-variance --models {input} --figure-layers {params.layers}"
+        "{params.dgpbench} analysis np-variance --models {input} --figure-layers {params.layers}"
         " --figure-hidden {params.hidden} --threads {threads} --out-dir {params.out}"
         " > {log} 2>&1"
 
@@ -210,6 +218,7 @@ rule analysis_bounds:
         table=table(f"{AN_RESULTS}/bounds/table_bounds", tex=True),
         figure=figure(f"{AN_RESULTS}/bounds/fig_bounds_tightness"),
     params:
+        dgpbench=DGPBENCH,
         b=lookup(within=config, dpath="analysis/bounds"),
     threads: 1
     conda:
@@ -222,7 +231,7 @@ rule analysis_bounds:
     benchmark:
         f"{AN_BENCH}/bounds.tsv"
     shell:
-        "{DGPBENCH} analysis bounds --n-matrices {params.b[n_matrices]}"
+        "{params.dgpbench} analysis bounds --n-matrices {params.b[n_matrices]}"
         " --size-range {params.b[size_range][0]} {params.b[size_range][1]}"
         " --seed {params.b[seed]} --threads {threads} --out-dir $(dirname {output.study})"
         " > {log} 2>&1"
@@ -235,6 +244,7 @@ rule analysis_np_factors:
         table=table(f"{AN_RESULTS}/np_factors/table_r2"),
         figure=figure(f"{AN_RESULTS}/np_factors/fig_np_factors"),
     params:
+        dgpbench=DGPBENCH,
         sizes=join(AN["np_factors"]["sizes"]),
         f=lookup(within=config, dpath="analysis/np_factors"),
     threads: 1
@@ -248,7 +258,7 @@ rule analysis_np_factors:
     benchmark:
         f"{AN_BENCH}/np_factors.tsv"
     shell:
-        "{DGPBENCH} analysis np-factors --sizes {params.sizes} --n-per-size {params.f[n_per_size]}"
+        "{params.dgpbench} analysis np-factors --sizes {params.sizes} --n-per-size {params.f[n_per_size]}"
         " --seed {params.f[seed]} --threads {threads} --out-dir $(dirname {output.study})"
         " > {log} 2>&1"
 
@@ -259,6 +269,7 @@ rule analysis_size:
         grid=f"{AN_RESULTS}/size/grid.csv",
         figure=figure(f"{AN_RESULTS}/size/fig_size_heatmaps"),
     params:
+        dgpbench=DGPBENCH,
         distributions=join(AN["size"]["distributions"]),
         sizes=join(AN["size"]["sizes"]),
         s=lookup(within=config, dpath="analysis/size"),
@@ -273,7 +284,7 @@ rule analysis_size:
     benchmark:
         f"{AN_BENCH}/size.tsv"
     shell:
-        "{DGPBENCH} analysis size --distributions {params.distributions} --sizes {params.sizes}"
+        "{params.dgpbench} analysis size --distributions {params.distributions} --sizes {params.sizes}"
         " --n-samples {params.s[n_samples]} --seed {params.s[seed]} --threads {threads}"
         " --out-dir $(dirname {output.grid}) > {log} 2>&1"
 
@@ -298,8 +309,10 @@ rule analysis_weights:
         f"{AN_LOGS}/weight_distributions.log",
     benchmark:
         f"{AN_BENCH}/weight_distributions.tsv"
+    params:
+        dgpbench=DGPBENCH,
     shell:
-        "{DGPBENCH} analysis weights --checkpoints {input} --threads {threads}"
+        "{params.dgpbench} analysis weights --checkpoints {input} --threads {threads}"
         " --out-dir $(dirname {output.fits}) > {log} 2>&1"
 
 
@@ -313,6 +326,7 @@ rule analysis_early_stopping:
         dgp_table=table(f"{AN_RESULTS}/early_stopping/table_dgp", tex=True),
         figure=figure(f"{AN_RESULTS}/early_stopping/fig_heatmaps"),
     params:
+        dgpbench=DGPBENCH,
         e=lookup(within=config, dpath="analysis/early_stopping"),
         where=" ".join(
             f"--heatmap-where {shlex.quote(f'{k}={v}')}"
@@ -330,7 +344,7 @@ rule analysis_early_stopping:
     benchmark:
         f"{AN_BENCH}/early_stopping.tsv"
     shell:
-        "{DGPBENCH} analysis early-stopping --curves {input} --max-burn-in {params.e[max_burn_in]}"
+        "{params.dgpbench} analysis early-stopping --curves {input} --max-burn-in {params.e[max_burn_in]}"
         " --max-patience {params.e[max_patience]} {params.where} --threads {threads}"
         " --out-dir $(dirname {output.grid}) > {log} 2>&1"
 
@@ -357,8 +371,10 @@ rule analysis_regularisers:
         f"{AN_LOGS}/regularisers.log",
     benchmark:
         f"{AN_BENCH}/regularisers.tsv"
+    params:
+        dgpbench=DGPBENCH,
     shell:
-        "{DGPBENCH} analysis regularisers --checkpoints {input} --threads {threads}"
+        "{params.dgpbench} analysis regularisers --checkpoints {input} --threads {threads}"
         " --out-dir $(dirname {output.models}) > {log} 2>&1"
 
 
@@ -382,8 +398,10 @@ rule analysis_dgp_variance:
         f"{AN_LOGS}/dgp_variance.log",
     benchmark:
         f"{AN_BENCH}/dgp_variance.tsv"
+    params:
+        dgpbench=DGPBENCH,
     shell:
-        "{DGPBENCH} analysis dgp-variance --curves {input.curves} --models {input.models}"
+        "{params.dgpbench} analysis dgp-variance --curves {input.curves} --models {input.models}"
         " --threads {threads} --out-dir $(dirname {output.correlations}) > {log} 2>&1"
 
 
@@ -407,6 +425,7 @@ rule analysis_compare:
     wildcard_constraints:
         table="bounds|r2|early_stopping",
     params:
+        dgpbench=DGPBENCH,
         out_dir=lambda wc, output: Path(output.cells).parent,
     threads: 1
     conda:
@@ -419,5 +438,5 @@ rule analysis_compare:
     benchmark:
         f"{AN_BENCH}/compare_{{table}}.tsv"
     shell:
-        "{DGPBENCH} compare-paper {wildcards.table} --input {input} --out-dir {params.out_dir}"
+        "{params.dgpbench} compare-paper {wildcards.table} --input {input} --out-dir {params.out_dir}"
         " > {log} 2>&1"

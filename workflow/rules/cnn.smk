@@ -15,6 +15,7 @@ rule train_cnn:
     wildcard_constraints:
         arch=r"h\d+-l\d+-s\d+",
     params:
+        dgpbench=DGPBENCH,
         name=lambda wc: DATASETS[wc.dataset],
         data=data_args(),
         arch=lambda wc: "--hidden {} --layers {} --seed {}".format(
@@ -35,7 +36,7 @@ rule train_cnn:
     benchmark:
         f"{BENCH}/train/{{dataset}}/cnn-{{arch}}.tsv"
     shell:
-        "{DGPBENCH} train-cnn --dataset {params.name:q} {params.data} {params.arch}"
+        "{params.dgpbench} train-cnn --dataset {params.name:q} {params.data} {params.arch}"
         " --channels {params.channels} --activation {params.activation}"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]} --val-fraction {params.train[val_fraction]}"

@@ -8,6 +8,7 @@ rule detect:
     output:
         f"{RESULTS}/detect/{{dataset}}/{{model}}/{{method}}.csv",
     params:
+        dgpbench=DGPBENCH,
         p=lookup(within=config, dpath="protocol"),
         ns=join(config["protocol"]["ns"]),
         deltas=join(config["protocol"]["deltas"]),
@@ -28,7 +29,7 @@ rule detect:
     benchmark:
         f"{BENCH}/detect/{{dataset}}/{{model}}/{{method}}.tsv"
     shell:
-        "{DGPBENCH} detect --features {input.features} {params.label_shift} --ns {params.ns} --deltas {params.deltas}"
+        "{params.dgpbench} detect --features {input.features} {params.label_shift} --ns {params.ns} --deltas {params.deltas}"
         " --draws {params.p[draws]} --seed {params.p[seed]} --alpha {params.p[alpha]}"
         " --correction {params.p[correction]} --tag dataset={wildcards.dataset}"
         " --tag model={wildcards.model} --tag method={wildcards.method} --out {output} > {log} 2>&1"

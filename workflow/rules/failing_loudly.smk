@@ -58,6 +58,7 @@ rule fl_images:
     output:
         f"{FLR}/images/{{dataset}}/pools.npz",
     params:
+        dgpbench=DGPBENCH,
         name=lambda wc: DATASETS[wc.dataset],
         data=data_args(),
         im=FL["images"],
@@ -73,7 +74,7 @@ rule fl_images:
     benchmark:
         f"{BENCH}/fl/images/{{dataset}}.tsv"
     shell:
-        "{DGPBENCH} fl-images --dataset {params.name:q} {params.data} --n-fit {params.im[n_fit]}"
+        "{params.dgpbench} fl-images --dataset {params.name:q} {params.data} --n-fit {params.im[n_fit]}"
         " --n-ref-pool {params.im[n_ref_pool]} --n-test-pool {params.im[n_test_pool]}"
         " --val-fraction {params.val_fraction} --seed {params.im[seed]} --out {output:q}"
         " > {log:q} 2>&1"
@@ -91,6 +92,7 @@ rule fl_shift:
     output:
         f"{FLR}/shifts/{{dataset}}/{{shift}}.npz",
     params:
+        dgpbench=DGPBENCH,
         fractions=join(FL["fractions"]),
         seed=FL["images"]["seed"],
         eps=lambda wc: FL["adversarial"]["max_epsilon"] or max_epsilon_for(DATASETS[wc.dataset]),
@@ -107,7 +109,7 @@ rule fl_shift:
     benchmark:
         f"{BENCH}/fl/shift/{{dataset}}/{{shift}}.tsv"
     shell:
-        "{DGPBENCH} fl-shift --images {input.pools:q} --shift {wildcards.shift:q}"
+        "{params.dgpbench} fl-shift --images {input.pools:q} --shift {wildcards.shift:q}"
         " --fractions {params.fractions} --seed {params.seed} {params.model}"
         " --max-epsilon {params.eps} --n-epsilons {params.n_eps} --threads {threads}"
         " --out {output:q} > {log:q} 2>&1"
@@ -125,6 +127,7 @@ rule fl_features:
     output:
         f"{FLR}/features/{{dataset}}/{{flmodel}}/{{representation}}.npz",
     params:
+        dgpbench=DGPBENCH,
         model=lambda wc, input: shlex.quote(str(input.model)) if input.model else "none",
         batch_size=FL["features"]["batch_size"],
         device=FL["features"]["device"],
@@ -140,7 +143,7 @@ rule fl_features:
     benchmark:
         f"{BENCH}/fl/features/{{dataset}}/{{flmodel}}/{{representation}}.tsv"
     shell:
-        "{DGPBENCH} fl-features --representation {wildcards.representation} --model {params.model:q}"
+        "{params.dgpbench} fl-features --representation {wildcards.representation} --model {params.model:q}"
         " --images {input.pools:q} --shifts {input.shifts:q} --batch-size {params.batch_size}"
         " --device {params.device} --threads {threads} --seed {params.seed}"
         " --out {output:q} > {log:q} 2>&1"
@@ -155,6 +158,7 @@ rule fl_detect:
     output:
         f"{FLR}/records/{{dataset}}/{{flmodel}}/{{flmethod}}.csv",
     params:
+        dgpbench=DGPBENCH,
         ns=lambda wc: join(fl_ns(wc.flmethod)),
         kind=lambda wc: "none" if wc.flmodel == "none" else parse_model_id(wc.flmodel).kind,
         top_n=" ".join(f"--top-n {shlex.quote(f'{s}={n}')}" for s, n in FL["top_n"].items()),
@@ -172,7 +176,7 @@ rule fl_detect:
     benchmark:
         f"{BENCH}/fl/detect/{{dataset}}/{{flmodel}}/{{flmethod}}.tsv"
     shell:
-        "{DGPBENCH} fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
+        "{params.dgpbench} fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
         " --draws {params.fl[draws]} --seed {params.fl[seed]} --alpha {params.fl[alpha]}"
         " --correction {params.fl[correction]} --n-permutations {params.perms}"
         " --multivariate-ref {params.m} {params.top_n}"
@@ -211,8 +215,9 @@ rule fl_report:
         ),
         records=f"{FLR}/records.csv.gz",
     params:
+        dgpbench=DGPBENCH,
         alpha=FL["alpha"],
-        out_dir=f"{FLR}/tables",
+        out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
     conda:
         "../envs/dgpbench.yaml"
@@ -224,7 +229,7 @@ rule fl_report:
     benchmark:
         f"{BENCH}/fl/report.tsv"
     shell:
-        "{DGPBENCH} fl-report {input:q} --alpha {params.alpha} --out-dir {params.out_dir:q}"
+        "{params.dgpbench} fl-report {input:q} --alpha {params.alpha} --out-dir {params.out_dir:q}"
         " --aggregate {output.records:q} > {log:q} 2>&1"
 
 
@@ -240,6 +245,7 @@ rule fl_figure:
         ),
         f"{FLR}/figures/fl_accuracy_vs_n_{{dataset}}.pdf",
     params:
+        dgpbench=DGPBENCH,
         stem=lambda wc: f"{FLR}/figures/fl_accuracy_vs_n_{wc.dataset}",
     threads: 1
     conda:
@@ -252,7 +258,7 @@ rule fl_figure:
     benchmark:
         f"{BENCH}/fl/figure/{{dataset}}.tsv"
     shell:
-        "{DGPBENCH} fl-figure {input:q} --dataset {wildcards.dataset:q} --out {params.stem:q}"
+        "{params.dgpbench} fl-figure {input:q} --dataset {wildcards.dataset:q} --out {params.stem:q}"
         " > {log:q} 2>&1"
 
 

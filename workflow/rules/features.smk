@@ -10,6 +10,7 @@ rule features:
     output:
         f"{RESULTS}/features/{{dataset}}/{{model}}/{{method}}.npz",
     params:
+        dgpbench=DGPBENCH,
         model=model_argument,
         batch_size=config["features"]["batch_size"],
         device=config["features"]["device"],
@@ -24,7 +25,7 @@ rule features:
     benchmark:
         f"{BENCH}/features/{{dataset}}/{{model}}/{{method}}.tsv"
     shell:
-        "{DGPBENCH} features --method {wildcards.method} --model {params.model:q}"
+        "{params.dgpbench} features --method {wildcards.method} --model {params.model:q}"
         " --clean {input.clean} --corrupted {input.corrupted}"
         " --batch-size {params.batch_size} --device {params.device} --threads {threads}"
         " --out {output} > {log} 2>&1"

@@ -5,6 +5,7 @@ rule images:
     output:
         f"{RESULTS}/images/{{dataset}}/clean.npz",
     params:
+        dgpbench=DGPBENCH,
         name=lambda wc: DATASETS[wc.dataset],
         data=data_args(),
         images=lookup(within=config, dpath="images"),
@@ -19,7 +20,7 @@ rule images:
     benchmark:
         f"{BENCH}/images/{{dataset}}.tsv"
     shell:
-        "{DGPBENCH} images --dataset {params.name:q} {params.data}"
+        "{params.dgpbench} images --dataset {params.name:q} {params.data}"
         " --n-refs {params.images[n_refs]} --n-test {params.images[n_test]}"
         " --seed {params.images[seed]} --out {output} > {log} 2>&1"
 
@@ -31,6 +32,7 @@ rule corrupt:
     output:
         f"{RESULTS}/images/{{dataset}}/{{corruption}}.npz",
     params:
+        dgpbench=DGPBENCH,
         name=lambda wc: DATASETS[wc.dataset],
         intensities=join(config["intensities"]),
         seed=config["images"]["seed"],
@@ -45,5 +47,5 @@ rule corrupt:
     benchmark:
         f"{BENCH}/corrupt/{{dataset}}/{{corruption}}.tsv"
     shell:
-        "{DGPBENCH} corrupt --dataset {params.name:q} --images {input} --corruption {wildcards.corruption}"
+        "{params.dgpbench} corrupt --dataset {params.name:q} --images {input} --corruption {wildcards.corruption}"
         " --intensities {params.intensities} --seed {params.seed} --out {output} > {log} 2>&1"

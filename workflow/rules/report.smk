@@ -66,8 +66,10 @@ rule aggregate:
         f"{LOGS}/aggregate.log",
     benchmark:
         f"{BENCH}/aggregate.tsv"
+    params:
+        dgpbench=DGPBENCH,
     shell:
-        "{DGPBENCH} aggregate --out {output} {input} > {log} 2>&1"
+        "{params.dgpbench} aggregate --out {output} {input} > {log} 2>&1"
 
 
 rule tables:
@@ -85,6 +87,7 @@ rule tables:
         table_files("table_cnn", BEYOND_SECTION, COMPUTES["cnn"]),
         table_files("table_cnn_calibration", BEYOND_SECTION, COMPUTES["cnn"]),
     params:
+        dgpbench=DGPBENCH,
         methods=join(config["methods"]),
         ablation=join(ABLATION) or "none",
         ablation_ns=join(config["ablation"]["ns"]),
@@ -102,7 +105,7 @@ rule tables:
     benchmark:
         f"{BENCH}/tables.tsv"
     shell:
-        "{DGPBENCH} tables --records {input} --methods {params.methods}"
+        "{params.dgpbench} tables --records {input} --methods {params.methods}"
         " --ablation-datasets {params.ablation} --ablation-ns {params.ablation_ns}"
         " --pool-deltas {params.pool} --alpha {params.alpha}"
         " --out-dir {params.out_dir} > {log} 2>&1"
@@ -120,6 +123,7 @@ rule figures:
         figure_files("fig_calibration", CALIBRATION_SECTION, COMPUTES["calibration"]),
         figure_files("fig_beyond", BEYOND_SECTION, COMPUTES["beyond_figure"]),
     params:
+        dgpbench=DGPBENCH,
         methods=join(config["methods"]),
         pool=join(config["report"]["pool_deltas"]),
         alpha=config["protocol"]["alpha"],
@@ -135,7 +139,7 @@ rule figures:
     benchmark:
         f"{BENCH}/figures.tsv"
     shell:
-        "{DGPBENCH} figures --records {input} --methods {params.methods}"
+        "{params.dgpbench} figures --records {input} --methods {params.methods}"
         " --pool-deltas {params.pool} --alpha {params.alpha} --out-dir {params.out_dir}"
         " > {log} 2>&1"
 
@@ -164,6 +168,7 @@ rule compare:
         ],
         in_report(f"{RESULTS}/tables/comparison_table1_summary.csv", *COMPARISON_ITEM),
     params:
+        dgpbench=DGPBENCH,
         pool=join(config["report"]["pool_deltas"]),
         sets=" ".join(
             f"--delta-set {shlex.quote(label + '=' + ','.join(str(d) for d in deltas))}"
@@ -182,7 +187,7 @@ rule compare:
     benchmark:
         f"{BENCH}/compare.tsv"
     shell:
-        "{DGPBENCH} compare --records {input.records} --pool-deltas {params.pool} {params.sets}"
+        "{params.dgpbench} compare --records {input.records} --pool-deltas {params.pool} {params.sets}"
         " {params.published} --out-dir {params.out_dir} > {log} 2>&1"
 
 
@@ -208,6 +213,7 @@ rule compare_paper:
             for name in ("table2_ablation", "calibration")
         ],
     params:
+        dgpbench=DGPBENCH,
         pool=join(config["report"]["pool_deltas"]),
         out_dir=lambda wc, output: Path(output[0]).parent,
     threads: 1
@@ -221,7 +227,7 @@ rule compare_paper:
     benchmark:
         f"{BENCH}/compare_paper.tsv"
     shell:
-        "({DGPBENCH} compare-paper table2_ablation --input {input} --pool-deltas {params.pool}"
+        "({params.dgpbench} compare-paper table2_ablation --input {input} --pool-deltas {params.pool}"
         " --out-dir {params.out_dir}"
-        " && {DGPBENCH} compare-paper calibration --input {input} --out-dir {params.out_dir})"
+        " && {params.dgpbench} compare-paper calibration --input {input} --out-dir {params.out_dir})"
         " > {log} 2>&1"

@@ -10,6 +10,7 @@ rule train:
         hidden="[0-9]+",
         layers="[0-9]+",
     params:
+        dgpbench=DGPBENCH,
         name=lambda wc: DATASETS[wc.dataset],
         data=data_args(),
         seeds=join(config["models"]["seeds"]),
@@ -27,7 +28,7 @@ rule train:
     benchmark:
         f"{BENCH}/train/{{dataset}}/h{{hidden}}-l{{layers}}.tsv"
     shell:
-        "{DGPBENCH} train --dataset {params.name:q} {params.data} --hidden {wildcards.hidden}"
+        "{params.dgpbench} train --dataset {params.name:q} {params.data} --hidden {wildcards.hidden}"
         " --layers {wildcards.layers} --seeds {params.seeds}"
         " --activation {params.activation} --lr {params.train[lr]}"
         " --epochs {params.train[epochs]} --batch-size {params.train[batch_size]}"
