@@ -5,9 +5,9 @@ this script starts from whole jobs instead: the Snakemake benchmark files of fin
 ``analysis_train`` jobs (``results/benchmarks/analysis/train/<dataset>/<group>.tsv``, one
 stacked job of all seeds of one architecture, with the rule's 2 threads). It fits
 
-    job seconds = seeds * epochs * training images * (a + b * million weights)
+    job seconds = seeds * epochs * training images * (a + b * million weights + c * maps)
 
-by least squares (relative errors: small and large jobs weigh alike), then projects every
+(``maps``: the linear maps, whose per-step overhead adds up) by least squares (relative errors: small and large jobs weigh alike), then projects every
 training job of a config (``analysis_train`` per data set and architecture, linear
 classifiers included, and ``analysis_train_regulariser``) and schedules them:
 
@@ -36,6 +36,7 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,17 +96,33 @@ def read_jobs(
     return pd.DataFrame(rows)
 
 
-def fit_rate(jobs: pd.DataFrame, seeds: int, epochs: int) -> tuple[float, float]:
-    """``(a, b)`` of ``seconds = seeds * epochs * images * (a + b * Mweights)``.
+def job_seconds(
+    rate: tuple[float, float, float], seeds: int, epochs: int, images: Any, weights: Any, maps: Any
+) -> Any:
+    """Seconds of jobs at ``rate = (a, b, c)`` (``weights`` in units, not millions)."""
+    a, b, c = rate
+    return seeds * epochs * images * (a + b * np.asarray(weights) / 1e6 + c * np.asarray(maps))
 
-    Least squares on relative errors (each job's equation divided by its own time).
+
+def fit_rate(jobs: pd.DataFrame, seeds: int, epochs: int) -> tuple[float, float, float]:
+    """``(a, b, c)`` of ``seconds = seeds * epochs * images * (a + b * Mweights + c * maps)``.
+
+    Least squares on relative errors (each job's equation divided by its own time); needs
+    jobs of at least two depths and two sizes.
     """
     images = jobs["dataset"].map(lambda d: DATA[d][0]).to_numpy(float)
     unit = seeds * epochs * images
-    design = np.column_stack([unit, unit * jobs["weights"].to_numpy(float) / 1e6])
+    design = np.column_stack(
+        [unit, unit * jobs["weights"].to_numpy(float) / 1e6, unit * jobs["layers"].to_numpy(float)]
+    )
+    if np.linalg.matrix_rank(design) < 3:
+        raise ValueError(
+            f"{len(jobs)} jobs cannot separate the rate's three parts: give jobs of at least "
+            "two depths and two widths"
+        )
     seconds = jobs["seconds"].to_numpy(float)
     coef, *_ = np.linalg.lstsq(design / seconds[:, None], np.ones(len(jobs)), rcond=None)
-    return float(coef[0]), float(coef[1])
+    return float(coef[0]), float(coef[1]), float(coef[2])
 
 
 def grid_jobs(analysis: Mapping) -> list[tuple[str, int, int, int]]:
@@ -135,16 +152,15 @@ def makespan(durations: Iterable[float], slots: int) -> float:
 
 
 def project(
-    analysis: Mapping, rate: tuple[float, float], epochs: int, cores: int
+    analysis: Mapping, rate: tuple[float, float, float], epochs: int, cores: int
 ) -> dict[str, float]:
     """Projected seconds of the config's training jobs: ``total`` (one job at a time, the
     2-core machine), ``longest`` job and ``cluster`` (``cores / 2`` jobs at a time)."""
-    a, b = rate
     durations = []
     for dataset, layers, hidden, seeds in grid_jobs(analysis):
         images, n_in, n_cls = DATA[dataset]
-        w = n_weights(layers, hidden, n_in, n_cls) / 1e6
-        durations.append(seeds * epochs * images * (a + b * w))
+        w = n_weights(layers, hidden, n_in, n_cls)
+        durations.append(float(job_seconds(rate, seeds, epochs, images, w, layers)))
     return {
         "jobs": float(len(durations)),
         "total": float(sum(durations)),
@@ -187,13 +203,18 @@ def main(argv: list[str] | None = None) -> None:
     paused = {k: float(v) for k, v in (item.split("=", 1) for item in args.paused)}
     jobs = read_jobs(args.benchmarks, paused)
     rate = fit_rate(jobs, len(ran["seeds"]), epochs)
-    a, b = rate
-    images = jobs["dataset"].map(lambda d: DATA[d][0])
-    jobs["fitted"] = len(ran["seeds"]) * epochs * images * (a + b * jobs["weights"] / 1e6)
+    a, b, c = rate
+    images = jobs["dataset"].map(lambda d: DATA[d][0]).to_numpy(float)
+    jobs["fitted"] = job_seconds(
+        rate, len(ran["seeds"]), epochs, images, jobs["weights"], jobs["layers"]
+    )
     jobs["cpu_per_wall"] = jobs["cpu_seconds"] / jobs["seconds"]
     cols = ["dataset", "group", "weights", "seconds", "fitted", "cpu_seconds", "cpu_per_wall"]
     print(jobs[cols].round(2).to_markdown(index=False))
-    print(f"\nrate: {a:.3e} s + {b:.3e} s per million weights, per seed, epoch, training image")
+    print(
+        f"\nrate per seed, epoch and training image: {a:.3e} s + {b:.3e} s per million "
+        f"weights + {c:.3e} s per linear map"
+    )
     out = project(target, rate, int(target["training"]["epochs"]), args.cores)
     print(
         f"projected: {int(out['jobs'])} training jobs; one at a time (2 cores) "

@@ -23,13 +23,13 @@ def proj():
     return module
 
 
-def _write_jobs(root: Path, proj, rate: tuple[float, float], groups, seeds=20, epochs=40):
+def _write_jobs(root: Path, proj, rate, groups, seeds=20, epochs=40):
     """Benchmark files of jobs that took exactly what ``rate`` says."""
-    a, b = rate
     for group in groups:
         match = re.fullmatch(r"relu-l(\d+)-h(\d+)", group)
-        layers, hidden = (1, 0) if match is None else map(int, match.groups())
-        seconds = seeds * epochs * 55000 * (a + b * proj.n_weights(layers, hidden) / 1e6)
+        layers, hidden = (1, 0) if match is None else tuple(map(int, match.groups()))
+        weights = proj.n_weights(layers, hidden)
+        seconds = proj.job_seconds(rate, seeds, epochs, 55000, weights, layers)
         path = root / "mnist" / f"{group}.tsv"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"s\th:m:s\tcpu_time\n{seconds:.3f}\t0:00:00\t{1.9 * seconds:.3f}\n")
@@ -45,15 +45,21 @@ def test_n_weights_counts_the_linear_maps(proj):
 
 
 def test_fit_recovers_the_rate_of_exact_jobs(proj, tmp_path):
-    rate = (4.0e-7, 3.0e-5)
+    rate = (4.0e-7, 3.0e-5, 2.0e-7)
     _write_jobs(tmp_path, proj, rate, GROUPS)
     jobs = proj.read_jobs([tmp_path])
     assert sorted(jobs["group"]) == sorted(GROUPS)
     np.testing.assert_allclose(proj.fit_rate(jobs, 20, 40), rate, rtol=1e-4)
 
 
+def test_fit_refuses_jobs_of_one_depth(proj, tmp_path):
+    _write_jobs(tmp_path, proj, (4.0e-7, 3.0e-5, 2.0e-7), ["relu-l2-h50", "relu-l2-h100"])
+    with pytest.raises(ValueError, match="two depths"):
+        proj.fit_rate(proj.read_jobs([tmp_path]), 20, 40)
+
+
 def test_paused_time_is_taken_off_and_unknown_pauses_are_refused(proj, tmp_path):
-    _write_jobs(tmp_path, proj, (4.0e-7, 3.0e-5), GROUPS)
+    _write_jobs(tmp_path, proj, (4.0e-7, 3.0e-5, 2.0e-7), GROUPS)
     plain = proj.read_jobs([tmp_path]).set_index("group")["seconds"]
     paused = proj.read_jobs([tmp_path], {"mnist/relu-l2-h50": 100.0}).set_index("group")
     assert paused.loc["relu-l2-h50", "seconds"] == pytest.approx(plain["relu-l2-h50"] - 100)
@@ -79,7 +85,7 @@ def test_paper_grid_has_the_workflows_training_jobs(proj):
     jobs = proj.grid_jobs(analysis)
     # 3 data sets x (1 linear + 2 activations x 3 depths x 4 widths) + 2 x 3 regulariser jobs
     assert len(jobs) == 3 * (1 + 2 * 3 * 4) + 2 * 3
-    out = proj.project(analysis, (4.0e-7, 3.0e-5), 40, 64)
+    out = proj.project(analysis, (4.0e-7, 3.0e-5, 2.0e-7), 40, 64)
     assert out["jobs"] == len(jobs)
     assert out["longest"] <= out["cluster"] <= out["total"]
     emnist = [j for j in jobs if j[0] == "emnist" and j[1:3] == (4, 650)]
