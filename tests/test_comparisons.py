@@ -20,6 +20,7 @@ not appear):
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -184,6 +185,41 @@ def test_r2_maps_hidden_layers_to_linear_maps(tmp_path):
     assert cells["within"].tolist() == [True, False, True]
     assert _whole(summary) == pytest.approx(2 / 3)
     assert "2 points" in md
+
+
+def test_r2_counts_published_values_inside_the_runs_interval(tmp_path):
+    fits = tmp_path / "r2.csv"
+    pd.DataFrame(
+        {
+            "dataset": ["mnist", "mnist", "mnist"],
+            "activation": ["relu"] * 3,
+            "n_layers": [2, 3, 4],
+            "hidden": [50, 50, 50],
+            "n": [20, 20, 20],
+            "r2_pct": [91.0, 97.0, 95.0],
+            "r2_ci_low_pct": [82.0, 95.0, np.nan],
+            "r2_ci_high_pct": [96.0, 98.5, np.nan],
+        }
+    ).to_csv(fits, index=False)
+    published = pd.DataFrame(
+        [
+            dict(
+                table="r2_np_logvar",
+                dataset="MNIST",
+                activation="relu",
+                layers=k,
+                hidden=50,
+                r2_pct=v,
+            )
+            for k, v in ((1, 97.9), (2, 98.2), (3, 96.0))
+        ]
+    )
+    cells, summary, md = _compare(tmp_path, "r2", [fits], published)
+    assert cells[["ci_low", "ci_high"]].iloc[0].tolist() == [82.0, 96.0]
+    # 97.9 lies above [82, 96], 98.2 inside [95, 98.5]; the third cell has no interval
+    assert _whole(summary, "share_paper_in_ci") == pytest.approx(1 / 2)
+    assert cells["within"].tolist() == [False, True, True]
+    assert "bootstrap interval" in md
 
 
 def test_early_stopping(tmp_path):

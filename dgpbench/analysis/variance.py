@@ -15,8 +15,10 @@ import argparse
 import logging
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -149,12 +151,74 @@ def linear_fit(x, y) -> tuple[float, float, float]:
     return float(slope), float(intercept), r2
 
 
+def _squared_correlation(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """R² of the least-squares line ``y ~ x`` (the squared Pearson correlation), along
+    ``axis`` (vectorised for :func:`scipy.stats.bootstrap`)."""
+    xc = x - x.mean(axis=axis, keepdims=True)
+    yc = y - y.mean(axis=axis, keepdims=True)
+    sxy = (xc * yc).sum(axis=axis)
+    sxx, syy = (xc * xc).sum(axis=axis), (yc * yc).sum(axis=axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return sxy * sxy / (sxx * syy)
+
+
+def r2_interval(
+    x: Any, y: Any, *, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0
+) -> tuple[float, float]:
+    """Bootstrap confidence interval of the R² of ``y ~ x`` over the points (runs).
+
+    The points are resampled in pairs (:func:`scipy.stats.bootstrap`, BCa). With 20 runs
+    per architecture, as in the paper, an R² is a noisy statistic: the interval says which
+    published values a run of other seeds is compatible with.
+
+    Parameters
+    ----------
+    x, y : array-like of shape (n,)
+    confidence : float, default=0.95
+    n_resamples : int, default=9999
+    seed : int, default=0
+        Seeds the resampling.
+
+    Returns
+    -------
+    low, high : float
+        NaN with fewer than 3 points, a constant ``x`` or ``y``, or a degenerate bootstrap
+        distribution.
+    """
+    from scipy import stats
+
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    with warnings.catch_warnings():
+        # a resample of tied points has no R²; BCa then reports NaN, which we pass on
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        res = stats.bootstrap(
+            (x, y),
+            _squared_correlation,
+            paired=True,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="BCa",
+            random_state=np.random.default_rng(seed),  # `rng` only from scipy 1.15
+        )
+    low, high = res.confidence_interval
+    return float(low), float(high)
+
+
 def np_variance_r2(
     models: pd.DataFrame,
     *,
     by: Sequence[str] = ("dataset", "activation", "n_layers", "hidden"),
     x: str = "log_variance",
     y: str = "np",
+    confidence: float | None = 0.95,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """R² of the linear fit ``y ~ x`` per group (by default NP ~ log-variance).
 
@@ -166,11 +230,16 @@ def np_variance_r2(
         Grouping columns; use ``["dataset"]`` on linear classifiers.
     x, y : str
         Regressor and response columns.
+    confidence : float or None, default=0.95
+        Level of each group's bootstrap interval (:func:`r2_interval`); None: no interval.
+    seed : int, default=0
+        Seeds the bootstrap (the same stream for every group).
 
     Returns
     -------
     pandas.DataFrame
-        ``*by, n, slope, intercept, r2, r2_pct``.
+        ``*by, n, slope, intercept, r2, r2_pct`` and, with ``confidence``,
+        ``r2_ci_low_pct, r2_ci_high_pct``.
     """
     by = list(by)
     missing = [c for c in [*by, x, y] if c not in models.columns]
@@ -179,16 +248,18 @@ def np_variance_r2(
     rows = []
     for key, group in models.groupby(by, dropna=False, sort=True):
         slope, intercept, r2 = linear_fit(group[x], group[y])
-        rows.append(
-            {
-                **dict(zip(by, key, strict=True)),
-                "n": len(group),
-                "slope": slope,
-                "intercept": intercept,
-                "r2": r2,
-                "r2_pct": 100 * r2,
-            }
-        )
+        row = {
+            **dict(zip(by, key, strict=True)),
+            "n": len(group),
+            "slope": slope,
+            "intercept": intercept,
+            "r2": r2,
+            "r2_pct": 100 * r2,
+        }
+        if confidence is not None:
+            low, high = r2_interval(group[x], group[y], confidence=confidence, seed=seed)
+            row.update(r2_ci_low_pct=100 * low, r2_ci_high_pct=100 * high)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

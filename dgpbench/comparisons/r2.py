@@ -7,6 +7,7 @@ row ``layers = k`` is therefore the workflow's ``n_layers = k + 1``.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dgpbench.comparisons.core import TableSpec
@@ -16,6 +17,17 @@ __all__ = ["SPEC", "reproduced"]
 WITHIN = 2.0  # points of R² x 100
 TABLE = "r2_np_logvar"
 
+
+def paper_in_interval(cells: pd.DataFrame) -> dict[str, float]:
+    """Share of cells whose published R² lies in the run's 95% bootstrap interval over its
+    runs (NaN where the run has no intervals)."""
+    if cells.empty or "ci_low" not in cells or cells["ci_low"].isna().all():
+        return {"share_paper_in_ci": np.nan}
+    cells = cells.dropna(subset=["ci_low", "ci_high"])
+    inside = cells["paper"].between(cells["ci_low"], cells["ci_high"])
+    return {"share_paper_in_ci": float(inside.mean())}
+
+
 SPEC = TableSpec(
     name="r2",
     title="R² (x100) of NP ~ log-variance per architecture (Appendix G.1)",
@@ -24,9 +36,11 @@ SPEC = TableSpec(
     int_keys=("layers", "hidden"),
     group=("dataset", "activation"),
     tolerance=f"|diff| <= {WITHIN:g} points of R² x 100 (layers = hidden layers, the "
-    "workflow's linear maps - 1)",
+    "workflow's linear maps - 1); ci_low, ci_high: the run's 95% bootstrap interval of R² over "
+    "its runs (BCa), share_paper_in_ci: the share of published values inside it",
     within=lambda j: j["diff"].abs().round(6) <= WITHIN,
-    ours_columns=("n_runs",),
+    extra=paper_in_interval,
+    ours_columns=("n_runs", "ci_low", "ci_high"),
 )
 
 
@@ -41,7 +55,8 @@ def reproduced(r2: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``table, dataset, activation, layers, hidden, ours, n_runs`` (DNNs only).
+        ``table, dataset, activation, layers, hidden, ours, n_runs`` and, where the fits
+        have them (``r2_ci_low_pct, r2_ci_high_pct``), ``ci_low, ci_high`` (DNNs only).
     """
     from dgpbench.labels import dataset_label
 
@@ -58,5 +73,7 @@ def reproduced(r2: pd.DataFrame) -> pd.DataFrame:
             "hidden": deep["hidden"].astype("int64"),
             "ours": deep["r2_pct"].astype(float),
             "n_runs": deep["n"] if "n" in deep else pd.NA,
+            "ci_low": deep["r2_ci_low_pct"] if "r2_ci_low_pct" in deep else np.nan,
+            "ci_high": deep["r2_ci_high_pct"] if "r2_ci_high_pct" in deep else np.nan,
         }
     ).reset_index(drop=True)
