@@ -7,7 +7,8 @@ stacked job of all seeds of one architecture, with the rule's 2 threads). It fit
 
     job seconds = seeds * epochs * training images * (a + b * million weights + c * maps)
 
-(``maps``: the linear maps, whose per-step overhead adds up) by least squares (relative errors: small and large jobs weigh alike), then projects every
+(``maps``: the linear maps, whose per-step overhead adds up) by least squares (relative errors: small and large jobs weigh alike; ``--absolute``: seconds,
+so that the long jobs which dominate the grid weigh most), then projects every
 training job of a config (``analysis_train`` per data set and architecture, linear
 classifiers included, and ``analysis_train_regulariser``) and schedules them:
 
@@ -104,11 +105,14 @@ def job_seconds(
     return seeds * epochs * images * (a + b * np.asarray(weights) / 1e6 + c * np.asarray(maps))
 
 
-def fit_rate(jobs: pd.DataFrame, seeds: int, epochs: int) -> tuple[float, float, float]:
+def fit_rate(
+    jobs: pd.DataFrame, seeds: int, epochs: int, *, relative: bool = True
+) -> tuple[float, float, float]:
     """``(a, b, c)`` of ``seconds = seeds * epochs * images * (a + b * Mweights + c * maps)``.
 
-    Least squares on relative errors (each job's equation divided by its own time); needs
-    jobs of at least two depths and two sizes.
+    Least squares on relative errors (each job's equation divided by its own time: small and
+    large jobs weigh alike) or, with ``relative=False``, on seconds (the long jobs, which
+    dominate a grid's total, weigh most); needs jobs of at least two depths and two sizes.
     """
     images = jobs["dataset"].map(lambda d: DATA[d][0]).to_numpy(float)
     unit = seeds * epochs * images
@@ -121,7 +125,8 @@ def fit_rate(jobs: pd.DataFrame, seeds: int, epochs: int) -> tuple[float, float,
             "two depths and two widths"
         )
     seconds = jobs["seconds"].to_numpy(float)
-    coef, *_ = np.linalg.lstsq(design / seconds[:, None], np.ones(len(jobs)), rcond=None)
+    scale = seconds if relative else np.ones_like(seconds)
+    coef, *_ = np.linalg.lstsq(design / scale[:, None], seconds / scale, rcond=None)
     return float(coef[0]), float(coef[1]), float(coef[2])
 
 
@@ -181,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", nargs="+", required=True, help="the run's config files")
     parser.add_argument("--project", nargs="+", default=None, help="config to project")
     parser.add_argument("--cores", type=int, default=64, help="cores of the SLURM allocation")
+    parser.add_argument("--absolute", action="store_true", help="fit seconds, not relative errors")
     parser.add_argument(
         "--paused",
         nargs="*",
@@ -202,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     epochs = int(ran["training"]["epochs"])
     paused = {k: float(v) for k, v in (item.split("=", 1) for item in args.paused)}
     jobs = read_jobs(args.benchmarks, paused)
-    rate = fit_rate(jobs, len(ran["seeds"]), epochs)
+    rate = fit_rate(jobs, len(ran["seeds"]), epochs, relative=not args.absolute)
     a, b, c = rate
     images = jobs["dataset"].map(lambda d: DATA[d][0]).to_numpy(float)
     jobs["fitted"] = job_seconds(

@@ -50,6 +50,7 @@ def test_fit_recovers_the_rate_of_exact_jobs(proj, tmp_path):
     jobs = proj.read_jobs([tmp_path])
     assert sorted(jobs["group"]) == sorted(GROUPS)
     np.testing.assert_allclose(proj.fit_rate(jobs, 20, 40), rate, rtol=1e-4)
+    np.testing.assert_allclose(proj.fit_rate(jobs, 20, 40, relative=False), rate, rtol=1e-4)
 
 
 def test_fit_refuses_jobs_of_one_depth(proj, tmp_path):
