@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
+
+
+def load_script(relative: str) -> ModuleType:
+    """Import a script of the repository that is not part of the package (e.g.
+    ``scripts/config_readme.py``) as a module."""
+    path = REPO / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def tiny_config(**overrides) -> dict:

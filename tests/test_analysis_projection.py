@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-
-ROOT = Path(__file__).resolve().parents[1]
+from _workflow import REPO, load_script
 
 
 @pytest.fixture(scope="module")
 def proj():
-    spec = importlib.util.spec_from_file_location(
-        "analysis_grid_projection", ROOT / "benchmarks" / "analysis_grid_projection.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/analysis_grid_projection.py")
 
 
 def _write_jobs(root: Path, proj, rate, groups, seeds=20, epochs=40):
@@ -82,7 +75,7 @@ def test_makespan_bounds(proj):
 
 
 def test_paper_grid_has_the_workflows_training_jobs(proj):
-    analysis = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())["analysis"]
+    analysis = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())["analysis"]
     jobs = proj.grid_jobs(analysis)
     # 3 data sets x (1 linear + 2 activations x 3 depths x 4 widths) + 2 x 3 regulariser jobs
     assert len(jobs) == 3 * (1 + 2 * 3 * 4) + 2 * 3

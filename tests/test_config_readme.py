@@ -1,20 +1,13 @@
 """config/README.md documents every configuration key and is generated from the schema."""
 
-import importlib.util
-
 import yaml
-from _workflow import REPO
+from _workflow import REPO, load_script
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location(
-        "config_readme", REPO / "scripts" / "config_readme.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/config_readme.py")
 
 
 def _keys(node: dict, prefix: str = ""):
