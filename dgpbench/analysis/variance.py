@@ -130,6 +130,15 @@ def _final_metrics(
     return out
 
 
+def _paired_points(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` as float64 vectors of one length (the points of a fit)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
+    return x, y
+
+
 def linear_fit(x, y) -> tuple[float, float, float]:
     """Least-squares line ``y ≈ slope * x + intercept`` and its R².
 
@@ -138,10 +147,7 @@ def linear_fit(x, y) -> tuple[float, float, float]:
     slope, intercept, r2 : float
         ``r2 = 1 - SS_res / SS_tot``; NaN with fewer than 3 points or constant ``y``.
     """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
+    x, y = _paired_points(x, y)
     if x.size < 3 or np.ptp(x) == 0:
         return float("nan"), float("nan"), float("nan")
     slope, intercept = np.polyfit(x, y, 1)
@@ -187,10 +193,7 @@ def r2_interval(
     """
     from scipy import stats
 
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
+    x, y = _paired_points(x, y)
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan"), float("nan")
     with warnings.catch_warnings():
