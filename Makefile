@@ -14,7 +14,7 @@ help:
 	@echo "make report - after make run: results/report.html with every table and figure"
 	@echo "make analysis - the neural-persistence analyses (Sections 3-4, appendix)"
 	@echo "make bench  - run the speed benchmarks under benchmarks/"
-	@echo "make lint   - ruff check"
+	@echo "make lint   - ruff check and format, snakemake --lint (default and Failing-loudly configs)"
 	@echo "make docs   - build the documentation site into site/ (mkdocs, warnings as errors)"
 
 $(BIN)/python:
@@ -37,6 +37,8 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/snakemake --lint --cores 1
+	$(BIN)/snakemake --lint --cores 1 --configfile config/failing_loudly.yaml
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site

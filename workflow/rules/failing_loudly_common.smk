@@ -1,0 +1,48 @@
+# Configuration and helpers of Failing loudly's grid (failing_loudly.smk's rules).
+# Nothing here runs a job.
+from dgpbench.fl_toolbox import MODEL_FREE
+from dgpbench.shifts import SHIFTS as FL_ALL_SHIFTS
+from dgpbench.shifts.adversarial import max_epsilon_for
+
+FL_SCHEMA = Path(workflow.basedir, "workflow", "schemas", "failing_loudly.schema.yaml")
+FL = config.setdefault("failing_loudly", {}) or {}
+config["failing_loudly"] = FL
+try:
+    validate(FL, schema="../schemas/failing_loudly.schema.yaml", set_default=True)
+except WorkflowError as exc:
+    problem = schema_error(FL, FL_SCHEMA) or str(exc)
+    raise ValueError(f"failing_loudly: {problem}") from None
+_unknown = sorted(set(FL["top_n"]) - set(FL_ALL_SHIFTS))
+if _unknown:
+    raise ValueError(f"config key failing_loudly.top_n: unknown shifts {_unknown}")
+
+FLR = f"{RESULTS}/fl"
+FL_SECTION = "Failing loudly's grid - with DGP, TU and MAGDiff"
+FL_MODELS = FL["models"] or MODELS
+FL_ATTACKED = FL["attacked_model"] or FL_MODELS[0]
+
+
+def fl_representation(method):
+    """classif -> classif; pca+mmd -> pca."""
+    return method.partition("+")[0]
+
+
+def fl_models_of(method):
+    """`none` for representations that do not read a classifier, else every grid model."""
+    return ["none"] if fl_representation(method) in MODEL_FREE else FL_MODELS
+
+
+def fl_records(dataset=None):
+    return [
+        f"{FLR}/records/{d}/{m}/{meth}.csv"
+        for d in ([dataset] if dataset else DATASETS)
+        for meth in FL["methods"]
+        for m in fl_models_of(meth)
+    ]
+
+
+def fl_ns(method):
+    if method == "classif":
+        return FL["ns_classif"]
+    test = method.partition("+")[2]
+    return FL["ns_multivariate"] if test == "mmd" else FL["ns_univariate"]
