@@ -43,6 +43,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from dgpbench.architectures import ArchConfig
+
 # training images after the validation split; input size; classes
 DATA = {
     "mnist": (55000, 784, 10),
@@ -54,9 +56,7 @@ _GROUP = re.compile(r"(?:relu|tanh)-l(\d+)-h(\d+)|linear")
 
 def n_weights(layers: int, hidden: int, n_inputs: int = 784, n_classes: int = 10) -> int:
     """Weights (biases left out) of an MLP with ``layers`` linear maps of width ``hidden``."""
-    if layers == 1:
-        return n_inputs * n_classes
-    return n_inputs * hidden + (layers - 2) * hidden * hidden + hidden * n_classes
+    return ArchConfig(n_inputs, hidden, layers, n_classes).n_weights
 
 
 def read_jobs(

@@ -72,6 +72,23 @@ class ArchConfig:
             self.dropout,
         )
 
+    @property
+    def n_weights(self) -> int:
+        """Entries of the linear maps' weight matrices (biases and batch norm left out): what
+        neural persistence reads, and what a training job's cost grows with.
+
+        Examples
+        --------
+        >>> ArchConfig(784, 650, 4, 10).n_weights == 784 * 650 + 2 * 650 * 650 + 650 * 10
+        True
+        >>> ArchConfig(784, 0, 1, 10).n_weights
+        7840
+        """
+        if self.n_layers == 1:
+            return self.n_inputs * self.n_classes
+        inner = (self.n_layers - 2) * self.hidden * self.hidden
+        return self.n_inputs * self.hidden + inner + self.hidden * self.n_classes
+
     def build(self, generator: torch.Generator | None = None) -> nn.Sequential:
         """Return a freshly initialised network of this architecture."""
         return build_mlp(

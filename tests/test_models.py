@@ -115,6 +115,16 @@ def test_linear_classifier_ignores_hidden():
     assert len(net) == 1 and net[0].weight.shape == (3, 4)
 
 
+@pytest.mark.parametrize("n_layers", [1, 2, 3, 4])
+@pytest.mark.parametrize("batchnorm", [False, True])
+def test_n_weights_counts_the_built_networks_weight_matrices(n_layers, batchnorm):
+    """The count the SLURM runtimes and the grid projection rest on, against the network."""
+    arch = ArchConfig(9, 0 if n_layers == 1 else 7, n_layers, 3, batchnorm=batchnorm)
+    net = arch.build(_gen())
+    linear = [m.weight.numel() for m in net.modules() if isinstance(m, nn.Linear)]
+    assert len(linear) == n_layers and arch.n_weights == sum(linear)
+
+
 # ------------------------------------------------------------------------------------------
 # configuration
 # ------------------------------------------------------------------------------------------

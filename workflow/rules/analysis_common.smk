@@ -3,6 +3,8 @@
 import itertools
 import re
 
+from dgpbench.architectures import ArchConfig
+
 AN = config["analysis"]
 AN_RESULTS = f"{RESULTS}/analysis"
 AN_LOGS = f"{LOGS}/analysis"
@@ -57,10 +59,9 @@ AN_TRAIN_IMAGES = {"emnist": 101520, "digits": 1647}  # others: 55,000 (MNIST, F
 
 def _group_weights(group, n_inputs=784, n_classes=47):
     if group == "linear":
-        return n_inputs * n_classes
+        return ArchConfig(n_inputs, 0, 1, n_classes).n_weights
     _, layers, hidden = re.fullmatch(r"(relu|tanh)-l(\d+)-h(\d+)", group).groups()
-    layers, hidden = int(layers), int(hidden)
-    return n_inputs * hidden + (layers - 2) * hidden * hidden + hidden * n_classes
+    return ArchConfig(n_inputs, int(hidden), int(layers), n_classes).n_weights
 
 
 def analysis_group_runtime(dataset, group, n_seeds=None):
