@@ -14,6 +14,8 @@ import yaml
 from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
 from test_readme import custom_method_module
 
+from dgpbench.labels import METHOD_LABELS
+
 SPEC = "my_methods:LogitFeatures"
 
 
@@ -96,3 +98,25 @@ def test_custom_method_runs_through_tables_figures_and_report(tmp_path):
     for section in ("Section 5.2 - covariate shift detection", "Appendix - calibration"):
         assert f'"{section}": {{"CSV downloads"' in html
     assert "Beyond the paper - new shifts" not in html
+
+
+def test_schema_admits_every_built_in_method():
+    """The config schema's list of built-in methods is the library's registry."""
+    from dgpbench.methods import METHODS
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    (builtin,) = [alt for alt in schema["$defs"]["method"]["anyOf"] if "enum" in alt]
+    assert set(builtin["enum"]) == set(METHODS)
+
+
+@pytest.mark.slow
+def test_failing_loudlys_representations_run_in_the_shift_grid(tmp_path):
+    """dgp_approx and a model-free reduction (fitted on the reference images) through
+    features, detection and Table 1 of the paper's protocol."""
+    config = tiny_config(methods=["dgp_approx", "pca"], corruptions=["GN"])
+    run = _snakemake(tmp_path, config, "tables")
+    assert run.returncode == 0, run.stderr[-3000:]
+    records = pd.read_csv(tmp_path / "results" / "aggregate" / "records.csv.gz")
+    assert set(records["method"]) == {"dgp_approx", "pca"}
+    table1 = pd.read_csv(tmp_path / "results" / "tables" / "table1_shift_detection.csv")
+    assert set(table1["Method"]) == {METHOD_LABELS["dgp_approx"], METHOD_LABELS["pca"]}
