@@ -37,12 +37,20 @@ AN_TRAIN_THREADS = 2  # the stacked products and the NP/DGP kernel use both
 REG_RUNS = [f"{k}-s{s}" for k, s in itertools.product(REG["kinds"], REG["seeds"])]
 
 
+def _group_config(group, n_inputs=784, n_classes=47):
+    """The architecture of a training job: "linear" or "<activation>-l<layers>-h<hidden>"."""
+    if group == "linear":
+        return ArchConfig(n_inputs, 0, 1, n_classes)
+    act, layers, hidden = re.fullmatch(r"(relu|tanh)-l(\d+)-h(\d+)", group).groups()
+    return ArchConfig(n_inputs, int(hidden), int(layers), n_classes, act)
+
+
 def analysis_group_arch(group):
     """`dgpbench analysis train-seeds` architecture options of a training job."""
-    if group == "linear":
+    arch = _group_config(group)
+    if arch.n_layers == 1:
         return "--layers 1"
-    act, layers, hidden = re.fullmatch(r"(relu|tanh)-l(\d+)-h(\d+)", group).groups()
-    return f"--layers {layers} --hidden {hidden} --activation {act}"
+    return f"--layers {arch.n_layers} --hidden {arch.hidden} --activation {arch.activation}"
 
 
 def analysis_seed_files(name):
@@ -57,19 +65,12 @@ AN_SECONDS_PER_MWEIGHT_IMAGE = 2.0e-4
 AN_TRAIN_IMAGES = {"emnist": 101520, "digits": 1647}  # others: 55,000 (MNIST, Fashion-MNIST)
 
 
-def _group_weights(group, n_inputs=784, n_classes=47):
-    if group == "linear":
-        return ArchConfig(n_inputs, 0, 1, n_classes).n_weights
-    _, layers, hidden = re.fullmatch(r"(relu|tanh)-l(\d+)-h(\d+)", group).groups()
-    return ArchConfig(n_inputs, int(hidden), int(layers), n_classes).n_weights
-
-
 def analysis_group_runtime(dataset, group, n_seeds=None):
     """SLURM minutes of a training job: the measured one-core rate (a second thread is not
     counted on), times 2 for a slower node."""
     images = AN_TRAIN_IMAGES.get(AN_DATASETS[dataset], 55000)
     seconds = (
-        AN_SECONDS_PER_MWEIGHT_IMAGE * _group_weights(group) / 1e6 * images
+        AN_SECONDS_PER_MWEIGHT_IMAGE * _group_config(group).n_weights / 1e6 * images
         * AN["training"]["epochs"] * (n_seeds or len(AN["seeds"]))
     )
     return max(30, int(2 * seconds / 60) + 10)
