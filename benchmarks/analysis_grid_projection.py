@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from dgpbench.architectures import ArchConfig
+from dgpbench.models.architectures import ArchConfig
 
 # training images after the validation split; input size; classes
 DATA = {

@@ -38,9 +38,9 @@ from torch.nn import functional as F
 
 from dgpbench.analysis.stacked import stacked_criteria
 from dgpbench.analysis.weights import model_metrics, torch_linear_weights
-from dgpbench.models import ArchConfig, analysis_config
+from dgpbench.models.stacked import StackedMLP
+from dgpbench.models.train import ArchConfig, analysis_config
 from dgpbench.topology._threads import numba_threads
-from dgpbench.training import StackedMLP
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = {  # train (after the validation part), validation, test images; classes
@@ -51,7 +51,7 @@ DATA = {  # train (after the validation part), validation, test images; classes
 
 
 def _mnist(n: int) -> np.ndarray:
-    from dgpbench.data import load_dataset
+    from dgpbench.data.datasets import load_dataset
 
     root = os.environ.get("DGPBENCH_DATA", "/work/shared/data")
     x, _ = load_dataset("mnist", root, "train")

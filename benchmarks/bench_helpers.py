@@ -17,7 +17,7 @@ import torch
 from scipy.sparse.csgraph import minimum_spanning_tree
 from torch import nn
 
-from dgpbench.graphs import MLPGraph
+from dgpbench.topology.graphs import MLPGraph
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS: list[dict] = []  # filled by the benchmarks, printed in the terminal summary

@@ -10,7 +10,7 @@ import os
 import pytest
 from bench_helpers import RESULTS, make_mlp
 
-from dgpbench.graphs import MLPGraph
+from dgpbench.topology.graphs import MLPGraph
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import numpy as np
 from bench_helpers import RESULTS
 from scipy.stats import ks_2samp
 
-from dgpbench.protocol import DELTAS, NS, bootstrap_detection, draw_indices
+from dgpbench.paper.protocol import DELTAS, NS, bootstrap_detection, draw_indices
 
 N_DRAWS = 100
 

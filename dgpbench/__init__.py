@@ -19,22 +19,22 @@ except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
 _LAZY = {
-    "DGPFeatures": "dgpbench.features",
-    "TUFeatures": "dgpbench.features",
-    "MAGDiffFeatures": "dgpbench.features",
-    "SoftmaxFeatures": "dgpbench.features",
-    "KSShiftDetector": "dgpbench.detection",
+    "DGPFeatures": "dgpbench.features.dgp",
+    "TUFeatures": "dgpbench.features.tu",
+    "MAGDiffFeatures": "dgpbench.features.magdiff",
+    "SoftmaxFeatures": "dgpbench.features.softmax",
+    "KSShiftDetector": "dgpbench.detectors.ks",
     "MMDShiftDetector": "dgpbench.detectors",
     "ChiSquareShiftDetector": "dgpbench.detectors",
     "ClassifierShiftDetector": "dgpbench.detectors",
     "make_detector": "dgpbench.detectors",
-    "NoRedFeatures": "dgpbench.representations",
-    "PCAFeatures": "dgpbench.representations",
-    "SRPFeatures": "dgpbench.representations",
-    "UAEFeatures": "dgpbench.representations",
-    "TAEFeatures": "dgpbench.representations",
-    "BBSDhFeatures": "dgpbench.representations",
-    "DGPApproxFeatures": "dgpbench.representations",
+    "NoRedFeatures": "dgpbench.features.reductions",
+    "PCAFeatures": "dgpbench.features.reductions",
+    "SRPFeatures": "dgpbench.features.reductions",
+    "UAEFeatures": "dgpbench.features.autoencoders",
+    "TAEFeatures": "dgpbench.features.autoencoders",
+    "BBSDhFeatures": "dgpbench.features.bbsd",
+    "DGPApproxFeatures": "dgpbench.features.dgp_approx",
 }
 
 __all__ = [

@@ -2,6 +2,6 @@
 
 import sys
 
-from dgpbench.cli import main
+from dgpbench.cli.main import main
 
 sys.exit(main())

@@ -67,9 +67,9 @@ _MODEL_TRANSFORMER: dict[str, str] = {
 def _registry() -> dict[type, dict[str, str]]:
     # Imported here, not at module level, so this module never creates import cycles and the
     # modules of other estimators are loaded only when the registry is consulted.
-    from dgpbench.detection import KSShiftDetector
     from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
-    from dgpbench.features import _MLPFeatures
+    from dgpbench.detectors.ks import KSShiftDetector
+    from dgpbench.features.base import _MLPFeatures
 
     return {
         KSShiftDetector: dict(_BATCH_LEVEL_DETECTOR),
@@ -94,7 +94,7 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
 
     Examples
     --------
-    >>> from dgpbench.detection import KSShiftDetector
+    >>> from dgpbench.detectors.ks import KSShiftDetector
     >>> sorted(expected_failed_checks(KSShiftDetector()))
     ['check_methods_sample_order_invariance', 'check_methods_subset_invariance']
     """

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from dgpbench.io import atomic_path
-from dgpbench.model_specs import describe_model, is_factory_spec, load_model, model_checksum
+from dgpbench.models.specs import describe_model, is_factory_spec, load_model, model_checksum
 
 __all__ = ["FORMAT", "FittedDetector", "load_detector", "register_restorer", "save_detector"]
 
@@ -75,13 +75,13 @@ def _restorer(cls: type) -> tuple[tuple[str, ...], Callable[[Any, Any], None] | 
 
 
 def _restore_features(est: Any, network: Any) -> None:
-    from dgpbench.cnn import split_network
+    from dgpbench.models.cnn import split_network
 
     est.body_, est.graph_ = split_network(network, device=est.device)
 
 
 def _register_builtins() -> None:
-    from dgpbench.features import _MLPFeatures
+    from dgpbench.features.base import _MLPFeatures
 
     if _MLPFeatures not in _RESTORERS:
         register_restorer(_MLPFeatures, ("body_", "graph_"), _restore_features)

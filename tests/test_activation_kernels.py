@@ -19,7 +19,6 @@ from test_topology_oracles import (
 )
 from torch import nn
 
-from dgpbench.graphs import MLPGraph
 from dgpbench.topology import (
     dgp_representation,
     magdiff_representation,
@@ -27,6 +26,7 @@ from dgpbench.topology import (
     tu_representation,
 )
 from dgpbench.topology._threads import numba_threads, resolve_n_jobs
+from dgpbench.topology.graphs import MLPGraph
 
 
 def _mlp(sizes, act=nn.ReLU, seed=0):

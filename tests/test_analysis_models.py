@@ -33,7 +33,7 @@ from dgpbench.analysis.weights import (
     torch_linear_weights,
     weight_variance,
 )
-from dgpbench.models import ArchConfig, TrainConfig, build_mlp, save_checkpoint, train_mlp
+from dgpbench.models.train import ArchConfig, TrainConfig, build_mlp, save_checkpoint, train_mlp
 from dgpbench.topology import (
     deep_graph_persistence,
     network_neural_persistence,
@@ -329,7 +329,7 @@ def test_regulariser_summary(tmp_path):
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
     """One brief training run on digits (1 epoch, 4 evaluations) with every checkpoint."""
-    from dgpbench.data import load_dataset
+    from dgpbench.data.datasets import load_dataset
 
     x, y = load_dataset("digits", split="train")
     xt, yt = load_dataset("digits", split="test")
@@ -363,7 +363,7 @@ def test_curves_from_files_match_the_recorder(trained_run):
 
 
 def test_model_study_reads_final_values_from_the_curves(trained_run, tmp_path):
-    from dgpbench.models import list_checkpoints
+    from dgpbench.models.train import list_checkpoints
 
     out, recorded, _ = trained_run
     final = list_checkpoints(out)[-1][1]

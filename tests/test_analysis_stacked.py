@@ -13,8 +13,8 @@ import torch
 
 from dgpbench.analysis.stacked import stacked_criteria
 from dgpbench.analysis.weights import model_metrics
-from dgpbench.cli import main
-from dgpbench.models import load_checkpoint
+from dgpbench.cli.main import main
+from dgpbench.models.train import load_checkpoint
 from dgpbench.topology import deep_graph_persistence
 from dgpbench.topology.stacked import stacked_persistence
 

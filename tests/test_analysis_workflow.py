@@ -18,7 +18,7 @@ import yaml
 from scipy import stats
 
 from dgpbench.analysis.weights import load_weights, model_metrics
-from dgpbench.cli import main
+from dgpbench.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 CURVE_COLUMNS = [

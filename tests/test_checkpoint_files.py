@@ -7,10 +7,11 @@ import errno
 import pytest
 import torch
 
-import dgpbench.checkpoints
-from dgpbench.cli import main
-from dgpbench.data import load_dataset
-from dgpbench.models import (
+import dgpbench.models.checkpoints
+from dgpbench.cli.main import main
+from dgpbench.data.datasets import load_dataset
+from dgpbench.models.stacked import train_mlp_seeds
+from dgpbench.models.train import (
     ArchConfig,
     TrainConfig,
     build_mlp,
@@ -18,7 +19,6 @@ from dgpbench.models import (
     save_checkpoint,
     train_mlp,
 )
-from dgpbench.training import train_mlp_seeds
 
 _TINY = ["--dataset", "digits", "--hidden", "4", "--layers", "2", "--epochs", "1",
          "--batch-size", "128", "--threads", "1"]  # fmt: skip
@@ -62,7 +62,7 @@ class _FullDisk:
 
 
 def test_a_full_disk_is_one_oserror_naming_the_checkpoint(tmp_path, monkeypatch):
-    monkeypatch.setattr(dgpbench.checkpoints, "open", _FullDisk, raising=False)
+    monkeypatch.setattr(dgpbench.models.checkpoints, "open", _FullDisk, raising=False)
     net = build_mlp(4, 3, 2, 2, generator=torch.Generator().manual_seed(0))
     target = tmp_path / "epoch_01.00.pt"
     with pytest.raises(OSError) as exc:
@@ -72,7 +72,7 @@ def test_a_full_disk_is_one_oserror_naming_the_checkpoint(tmp_path, monkeypatch)
 
 
 def test_a_full_disk_during_training_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(dgpbench.checkpoints, "open", _FullDisk, raising=False)
+    monkeypatch.setattr(dgpbench.models.checkpoints, "open", _FullDisk, raising=False)
     assert main(["train", *_TINY, "--seed", "0", "--out-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No space left on device" in err
@@ -91,7 +91,7 @@ def test_a_file_size_limit_hit_by_the_checkpoint_is_one_line(tmp_path):
         "import resource, signal, sys\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))\n"
-        "from dgpbench.cli import main\n"
+        "from dgpbench.cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     args = [*_TINY, "--seed", "0", "--out-dir", str(tmp_path)]

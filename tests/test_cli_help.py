@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from dgpbench.cli import build_parser, main
+from dgpbench.cli.main import build_parser, main
 
 
 def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("dgpbench",)):

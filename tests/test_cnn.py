@@ -9,11 +9,16 @@ import pytest
 import torch
 from torch import nn
 
-from dgpbench.cnn import CNNConfig, build_cnn, split_network
-from dgpbench.data import load_dataset
-from dgpbench.features import SoftmaxFeatures
-from dgpbench.methods import METHODS, make_features
-from dgpbench.models import load_checkpoint, save_checkpoint, shift_detection_config, train_mlp
+from dgpbench.data.datasets import load_dataset
+from dgpbench.features.registry import METHODS, make_features
+from dgpbench.features.softmax import SoftmaxFeatures
+from dgpbench.models.cnn import CNNConfig, build_cnn, split_network
+from dgpbench.models.train import (
+    load_checkpoint,
+    save_checkpoint,
+    shift_detection_config,
+    train_mlp,
+)
 
 GRAPH_METHODS = ["tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm"]
 
@@ -49,7 +54,7 @@ def _body_outputs(body: nn.Module, x: np.ndarray) -> np.ndarray:
     """The documented rule: the body in float32 on zero-padded chunks of NetworkBody.chunk."""
     import copy
 
-    from dgpbench.cnn import NetworkBody
+    from dgpbench.models.cnn import NetworkBody
 
     body = copy.deepcopy(body).float().eval()
     c = NetworkBody.chunk
@@ -194,7 +199,7 @@ def test_cnn_family_trains_with_the_mlp_protocol_and_round_trips(tmp_path, image
 
 
 def test_mlp_checkpoints_keep_kind_mlp(tmp_path):
-    from dgpbench.models import ArchConfig
+    from dgpbench.models.train import ArchConfig
 
     arch = ArchConfig(n_inputs=4, hidden=3, n_layers=2, n_classes=2)
     save_checkpoint(tmp_path / "m.pt", arch.build(), {"arch": arch})

@@ -27,15 +27,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgpbench.cli import main
-from dgpbench.comparison import (
+from dgpbench.cli.main import main
+from dgpbench.paper.comparisons.table1 import (
     compare_table1,
     load_published_table,
     reproduced_cells,
     summarize_comparison,
     write_comparisons,
 )
-from dgpbench.protocol import wilson_interval
+from dgpbench.paper.protocol import wilson_interval
 
 OURS = {  # (corruption, n) -> {method: pooled ratio in %}
     ("GN", 10): {"softmax": 20, "tu": 40, "dgp": 60},

@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgpbench.cli import main
-from dgpbench.comparisons import ablation, bounds, calibration, early_stopping, r2
-from dgpbench.comparisons.core import load_published
+from dgpbench.cli.main import main
+from dgpbench.paper.comparisons import ablation, bounds, calibration, early_stopping, r2
+from dgpbench.paper.comparisons.core import load_published
 
 DRAWS = 10
 ABLATION_OURS = {

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from _workflow import REPO, tiny_config
 
-from dgpbench.config import check_config, schema_error
+from dgpbench.cli.config import check_config, schema_error
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 

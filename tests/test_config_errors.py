@@ -38,7 +38,7 @@ def test_a_custom_module_failing_at_import_names_the_config_key(tmp_path):
 def test_a_read_only_output_folder_names_the_output(tmp_path, capsys):
     import numpy as np
 
-    from dgpbench.cli import main
+    from dgpbench.cli.main import main
     from dgpbench.io import save_npz
 
     feats = tmp_path / "feats.npz"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from _workflow import REPO, tiny_config
 
-from dgpbench.config import schema_error
+from dgpbench.cli.config import schema_error
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 METHODS = ["softmax", "tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm"]

@@ -1,4 +1,4 @@
-"""Tests of dgpbench.corruptions: each corruption's statistics against its definition, the
+"""Tests of dgpbench.shifts.corruptions: each corruption's statistics against its definition, the
 blur against an independent convolution and against torchvision's transform, the paper's
 table, determinism and the error paths."""
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from dgpbench.corruptions import (
+from dgpbench.shifts.corruptions import (
     CORRUPTIONS,
     INTENSITIES,
     INTENSITY_TABLE,

@@ -1,4 +1,4 @@
-"""Tests of dgpbench.data: real MNIST against torchvision, small files written here for the
+"""Tests of dgpbench.data.datasets: real MNIST against torchvision, small files written here for the
 other formats, and the error paths (missing, truncated, corrupt)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgpbench import data
-from dgpbench.data import (
+from dgpbench.data import datasets as data
+from dgpbench.data.datasets import (
     DATASETS,
     DatasetNotFoundError,
     load_dataset,
@@ -420,7 +420,7 @@ def test_digits_split_is_deterministic_disjoint_and_stratified():
 
 
 def test_sample_image_sets_digits_clamps_with_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="dgpbench.data"):
+    with caplog.at_level(logging.WARNING, logger="dgpbench.data.datasets"):
         sets = sample_image_sets("digits", n_refs=1000, n_test=1000, seed=112)
     n_test_split = len(load_dataset("digits", split="test")[1])
     assert len(sets["x_test"]) == n_test_split < 1000

@@ -16,9 +16,8 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 import dgpbench
-import dgpbench.detection
 import dgpbench.detectors.ks
-from dgpbench.detection import KSShiftDetector, KSTestResult, _decide
+from dgpbench.detectors.ks import KSShiftDetector, KSTestResult, _decide
 
 
 def _shifted(n: int, d: int, h: int, feature: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 import dgpbench
-from dgpbench.cli import main
+from dgpbench.cli.main import main
 from dgpbench.detectors import (
     DETECTORS,
     ChiSquareShiftDetector,
@@ -30,7 +30,7 @@ def test_names_and_errors():
 
 
 def test_old_import_paths_keep_working():
-    import dgpbench.detection as old
+    import dgpbench.detectors.ks as old
 
     for name in ("CORRECTIONS", "KSTestResult", "_check_no_constant_features", "_decide"):
         assert hasattr(old, name), name
@@ -85,8 +85,8 @@ def test_ks_calibrated_under_the_null():
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """A small digits MLP and .npz image files for `dgpbench score`."""
-    from dgpbench.data import load_dataset
-    from dgpbench.models import ArchConfig, TrainConfig, train_mlp
+    from dgpbench.data.datasets import load_dataset
+    from dgpbench.models.train import ArchConfig, TrainConfig, train_mlp
 
     out = tmp_path_factory.mktemp("score_tests")
     x_train, y_train = load_dataset("digits", split="train")

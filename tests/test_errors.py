@@ -9,10 +9,10 @@ from _workflow import tiny_config
 from test_workflow_safety import snakemake
 
 from dgpbench import SoftmaxFeatures
-from dgpbench.cli import main
-from dgpbench.graphs import MLPGraph
+from dgpbench.cli.main import main
 from dgpbench.io import atomic_path, save_npz
-from dgpbench.models import ArchConfig, load_checkpoint, save_checkpoint
+from dgpbench.models.train import ArchConfig, load_checkpoint, save_checkpoint
+from dgpbench.topology.graphs import MLPGraph
 
 
 def _model() -> torch.nn.Sequential:

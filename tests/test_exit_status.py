@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import torch
 
-from dgpbench.cli import main
-from dgpbench.commands import SUBCOMMANDS
-from dgpbench.data import load_dataset
-from dgpbench.models import build_mlp, save_checkpoint
+from dgpbench.cli.main import main
+from dgpbench.cli.registry import SUBCOMMANDS
+from dgpbench.data.datasets import load_dataset
+from dgpbench.models.train import build_mlp, save_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -163,7 +163,7 @@ def test_a_deflate_bomb_is_refused_before_inflating(files, capsys, tmp_path, mon
 
 
 def test_the_limit_is_checked_on_every_reader(tmp_path, monkeypatch):
-    from dgpbench.data import load_dataset as load
+    from dgpbench.data.datasets import load_dataset as load
     from dgpbench.io import load_npz
 
     path = tmp_path / "big.npz"
@@ -279,7 +279,7 @@ def test_stdout_and_stderr_into_a_closed_pipe_exit_2(files):
 def test_a_checkpoint_declaring_too_much_is_refused_before_torch_reads_it(
     files, tmp_path, monkeypatch, capsys
 ):
-    from dgpbench.models import load_checkpoint
+    from dgpbench.models.train import load_checkpoint
 
     monkeypatch.setenv("DGPBENCH_MAX_INPUT_BYTES", "1000")
     with pytest.raises(ValueError, match=r"checkpoint .*model\.pt.*DGPBENCH_MAX_INPUT_BYTES"):

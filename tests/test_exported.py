@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from dgpbench import DGPFeatures, SoftmaxFeatures
-from dgpbench.exported import ExportedModelError, load_exported
-from dgpbench.model_specs import load_model, model_checksum
+from dgpbench.models.exported import ExportedModelError, load_exported
+from dgpbench.models.specs import load_model, model_checksum
 
 
 class _Payload:

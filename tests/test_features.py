@@ -10,10 +10,10 @@ from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 
 from dgpbench import DGPFeatures, KSShiftDetector, MAGDiffFeatures, SoftmaxFeatures, TUFeatures
-from dgpbench.corruptions import corrupt
-from dgpbench.data import load_dataset
-from dgpbench.methods import METHODS, make_features
-from dgpbench.models import ArchConfig, TrainConfig, load_checkpoint, train_mlp
+from dgpbench.data.datasets import load_dataset
+from dgpbench.features.registry import METHODS, make_features
+from dgpbench.models.train import ArchConfig, TrainConfig, load_checkpoint, train_mlp
+from dgpbench.shifts.corruptions import corrupt
 from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
 
 ALL = (DGPFeatures, TUFeatures, MAGDiffFeatures, SoftmaxFeatures)
@@ -201,7 +201,7 @@ def test_channels_last_batch_is_refused(cls):
 
 
 def test_checkpoint_image_shape_confirms_the_layout(tmp_path):
-    from dgpbench.models import save_checkpoint
+    from dgpbench.models.train import save_checkpoint
 
     arch = ArchConfig(n_inputs=3 * 32 * 32, hidden=4, n_layers=2, n_classes=10)
     path = save_checkpoint(
@@ -257,7 +257,7 @@ def test_n_jobs_minus_one_means_all_cores(digits_model):
 
 def test_custom_method_by_import_path(digits_model, tmp_path, monkeypatch):
     (tmp_path / "user_methods.py").write_text(
-        "from dgpbench.features import SoftmaxFeatures\n"
+        "from dgpbench.features.softmax import SoftmaxFeatures\n"
         "class Probs(SoftmaxFeatures):\n    pass\n"
         "class NoModel:\n    def fit(self, X, y=None):\n        return self\n"
         "    def transform(self, X):\n        return X\n"
@@ -274,7 +274,7 @@ def test_custom_method_by_import_path(digits_model, tmp_path, monkeypatch):
         ("user_methods:Missing", "has no 'Missing'"),
         ("user_methods:NoModel", "takes no 'model' argument"),
         ("user_methods:NotATransformer", "not a transformer"),
-        ("dgpbench.methods:make_features", "not a class"),
+        ("dgpbench.features.registry:make_features", "not a class"),
         ("user methods:Cls", "neither a built-in method"),
     ]:
         with pytest.raises(ValueError, match=message):

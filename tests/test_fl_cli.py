@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dgpbench.cli import main
+from dgpbench.cli.main import main
 from dgpbench.io import save_npz
 
 
@@ -60,9 +60,9 @@ def test_truncated_pools_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_pools_mix_held_out_and_test_images_and_never_training_ones(tmp_path):
-    from dgpbench.data import load_dataset, stratified_choice
+    from dgpbench.data.datasets import load_dataset, stratified_choice
     from dgpbench.io import load_npz
-    from dgpbench.models import TrainConfig
+    from dgpbench.models.train import TrainConfig
 
     out = tmp_path / "pools.npz"
     assert main(["fl-images", "--dataset", "digits", "--n-fit", "100", "--n-ref-pool", "200",

@@ -1,4 +1,4 @@
-"""The Failing-loudly grid's draws and decisions (dgpbench.fl_grid, dgpbench.fl_toolbox)."""
+"""The Failing-loudly grid's draws and decisions (dgpbench.failing_loudly.grid, dgpbench.failing_loudly.toolbox)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from dgpbench import KSShiftDetector
-from dgpbench.fl_grid import (
+from dgpbench.failing_loudly.grid import (
     effective_ns,
     grid_indices,
     method_records,
     parse_method,
     run_cell,
 )
-from dgpbench.fl_toolbox import ks_batch, make_detector
+from dgpbench.failing_loudly.toolbox import ks_batch, make_detector
 
 
 def _idx(**kw):

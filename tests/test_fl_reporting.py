@@ -1,4 +1,4 @@
-"""Failing loudly's tables (dgpbench.fl_reporting) on records with known rates."""
+"""Failing loudly's tables (dgpbench.failing_loudly.reporting) on records with known rates."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binomtest
 
-from dgpbench.fl_reporting import (
+from dgpbench.failing_loudly.reporting import (
     accuracy_table,
     best_table,
     false_positive_table,

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
 
-from dgpbench.fl_grid import parse_method
+from dgpbench.failing_loudly.grid import parse_method
 
 FL_CONFIG = REPO / "config" / "failing_loudly.yaml"
 

@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from dgpbench.corruptions import (
+from dgpbench.data.datasets import load_dataset
+from dgpbench.shifts.corruptions import (
     CODES,
     GEOMETRIC_CODES,
     INTENSITIES,
@@ -18,7 +19,6 @@ from dgpbench.corruptions import (
     corrupt,
     corruption_params,
 )
-from dgpbench.data import load_dataset
 
 # Rabanser et al., "Failing loudly", shift_applicator.py: image_generator(rotation, width
 # shift, height shift, shear, zoom) of the small / medium / large image shifts.

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from dgpbench.graphs import MLPGraph
+from dgpbench.topology.graphs import MLPGraph
 
 
 def _net(seed=0):

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from dgpbench import DGPFeatures, SoftmaxFeatures, TUFeatures
-from dgpbench.data import load_dataset
-from dgpbench.models import build_mlp, save_checkpoint
+from dgpbench.data.datasets import load_dataset
+from dgpbench.models.train import build_mlp, save_checkpoint
 
 
 @pytest.fixture(scope="module")

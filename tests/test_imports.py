@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dgpbench"
-CLI = {"dgpbench.cli", "dgpbench.__main__"}
-REGISTRY = "dgpbench.commands"
+CLI = {"dgpbench.cli.main", "dgpbench.__main__"}
+REGISTRY = "dgpbench.cli.registry"
 STEPS = {
-    "dgpbench.steps",
-    "dgpbench.runner",
-    "dgpbench.analysis.steps",
-    "dgpbench.comparisons.steps",
-    "dgpbench.fl_steps",
+    "dgpbench.cli.monitor",
+    "dgpbench.cli.paper",
+    "dgpbench.cli.run",
+    "dgpbench.cli.analysis",
+    "dgpbench.cli.compare",
+    "dgpbench.cli.failing_loudly",
 }
 
 
@@ -111,16 +112,20 @@ def test_no_import_cycle_in_the_package():
 
 
 def test_architectures_and_checkpoints_sit_below_training_and_the_split():
-    assert not _imports("dgpbench.architectures") & {
-        "dgpbench.models",
-        "dgpbench.cnn",
-        "dgpbench.checkpoints",
+    assert not _imports("dgpbench.models.architectures") & {
+        "dgpbench.models.train",
+        "dgpbench.models.cnn",
+        "dgpbench.models.checkpoints",
     }
-    assert not _imports("dgpbench.checkpoints") & {"dgpbench.models", "dgpbench.cnn"}
+    assert not _imports("dgpbench.models.checkpoints") & {
+        "dgpbench.models.train",
+        "dgpbench.models.cnn",
+    }
 
 
-def test_the_old_import_paths_still_work():
-    from dgpbench import architectures, checkpoints, cnn, models
+def test_the_packages_re_export_their_members():
+    from dgpbench import models
+    from dgpbench.models import architectures, checkpoints, cnn
 
     assert models.build_mlp is architectures.build_mlp
     assert models.ArchConfig is architectures.ArchConfig
@@ -160,7 +165,7 @@ def test_the_cli_loads_only_the_analysis_target_it_runs():
     # `dgpbench` builds every parser at start-up; a target's module (torch, numba, seaborn)
     # is imported only when that target is chosen
     code = (
-        "import sys; from dgpbench.cli import build_parser; "
+        "import sys; from dgpbench.cli.main import build_parser; "
         "parser = build_parser(); loaded = set(sys.modules); "
         "args = parser.parse_args(['analysis', 'bounds', '--out-dir', 'x']); "
         "print(args.n_matrices, args.threads); print(' '.join(sorted(loaded))); "
@@ -175,3 +180,60 @@ def test_the_cli_loads_only_the_analysis_target_it_runs():
     assert not at_start & (heavy | {"dgpbench.analysis.bounds"})
     assert "dgpbench.analysis.bounds" in after
     assert not after & {"torch", "seaborn", "dgpbench.analysis.curves"}
+
+
+# The families, top to bottom. A module may import its own family or one ranked below it;
+# the cycle test above rules out circles within a rank.
+RANKS = {
+    "cli": 9,
+    "__main__": 9,
+    "paper": 8,
+    "failing_loudly": 8,
+    "analysis": 7,
+    "saved": 6,
+    "_sklearn_checks": 6,
+    "features": 5,
+    "detectors": 4,
+    "models": 4,
+    "shifts": 3,
+    "topology": 3,
+    "data": 2,
+}
+HELPERS = {"io", "progress", "labels", "naming", "tables", "npz", "resources"}
+HELPERS |= {"_validation", "_compat", "_device", "_lazy"}
+
+
+def _family(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _rank(module: str) -> int:
+    family = _family(module)
+    if family in RANKS:
+        return RANKS[family]
+    assert family in HELPERS or family == "", f"{module}: a family the layering does not know"
+    return 1  # the shared helpers, and the package root's lazy public API
+
+
+def test_every_family_has_a_rank():
+    for name in MODULES:
+        _rank(name)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_point_down_the_families(name):
+    upward = {m for m in _imports(name) if _rank(m) > _rank(name)}
+    assert not upward, f"{name} (rank {_rank(name)}) imports families above it: {upward}"
+
+
+def test_helpers_import_only_helpers():
+    for name in MODULES:
+        if _rank(name) == 1 and name != "dgpbench":
+            assert all(_rank(m) == 1 for m in _imports(name)), name
+
+
+def test_the_top_level_is_short():
+    # one package per family: only helpers, the entry point and saved.py stay flat
+    flat = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
+    assert flat <= HELPERS | {"saved", "_sklearn_checks"}, flat - HELPERS

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from dgpbench.io import atomic_path, save_figure, save_npz, write_csv, write_text
-from dgpbench.models import ArchConfig, save_checkpoint
+from dgpbench.models.train import ArchConfig, save_checkpoint
 
 
 @pytest.fixture

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from dgpbench.detection import KSShiftDetector
-from dgpbench.label_shift import (
+from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.paper.label_shift import (
     KNOCKOUT_FRACTIONS,
     knockout_draw_indices,
     knockout_pool,
     label_shift_detection,
 )
-from dgpbench.protocol import n_corrupted
+from dgpbench.paper.protocol import n_corrupted
 
 LABELS = np.random.default_rng(5).integers(0, 10, size=600)
 
@@ -126,7 +126,7 @@ def test_bad_input(kwargs, match):
 def test_detect_step_adds_knockout_records(tmp_path, capsys):
     import pandas as pd
 
-    from dgpbench.cli import main
+    from dgpbench.cli.main import main
     from dgpbench.io import save_npz
 
     rng = np.random.default_rng(4)

@@ -9,10 +9,14 @@ import pytest
 from _workflow import tiny_config
 from test_comparison import _published, _records
 
-from dgpbench.comparison import load_published_table, reproduced_cells, write_comparisons
-from dgpbench.config import check_config
+from dgpbench.cli.config import check_config
 from dgpbench.labels import METHOD_LABELS, check_unique_labels, dataset_label, method_label
-from dgpbench.reporting import _labelled
+from dgpbench.paper.comparisons.table1 import (
+    load_published_table,
+    reproduced_cells,
+    write_comparisons,
+)
+from dgpbench.paper.reporting import _labelled
 
 
 @pytest.mark.parametrize("builtin", sorted(METHOD_LABELS))

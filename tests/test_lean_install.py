@@ -30,10 +30,10 @@ SCRIPT = textwrap.dedent(
 
     import numpy as np
     from dgpbench import DGPFeatures, KSShiftDetector  # noqa: F401
-    from dgpbench.cli import main
-    from dgpbench.corruptions import corrupt
-    from dgpbench.data import load_dataset
-    from dgpbench.models import ArchConfig, TrainConfig, train_mlp
+    from dgpbench.cli.main import main
+    from dgpbench.shifts.corruptions import corrupt
+    from dgpbench.data.datasets import load_dataset
+    from dgpbench.models.train import ArchConfig, TrainConfig, train_mlp
 
     out = sys.argv[2]
     x, y = load_dataset("digits", split="train")

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from dgpbench.cli import main
-from dgpbench.data import load_dataset
-from dgpbench.method_output import check_features
-from dgpbench.models import build_mlp, save_checkpoint
+from dgpbench.cli.main import main
+from dgpbench.data.datasets import load_dataset
+from dgpbench.features.output import check_features
+from dgpbench.models.train import build_mlp, save_checkpoint
 
 _TEMPLATE = (
     "import numpy as np\n"
@@ -149,12 +149,12 @@ def test_detect_labels_without_y_test_names_the_file(files, capsys, tmp_path):
 
 @pytest.mark.parametrize("alpha", ["0", "1", "1.5", "-0.1", "nan", "x"])
 def test_alpha_is_checked_before_any_work(files, capsys, monkeypatch, alpha):
-    import dgpbench.methods
+    import dgpbench.features.registry
 
     def never(*args, **kwargs):
         raise AssertionError("features computed before --alpha was checked")
 
-    monkeypatch.setattr(dgpbench.methods, "make_features", never)
+    monkeypatch.setattr(dgpbench.features.registry, "make_features", never)
     with pytest.raises(SystemExit) as exc:
         main(_score(files, "dgp", "--alpha", alpha))
     assert exc.value.code == 2

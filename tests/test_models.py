@@ -1,4 +1,4 @@
-"""Tests of dgpbench.models: architecture, initialisation, training on digits, checkpoints."""
+"""Tests of dgpbench.models.train: architecture, initialisation, training on digits, checkpoints."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import torch
 from scipy import stats
 from torch import nn
 
-from dgpbench.data import load_dataset
-from dgpbench.models import (
+from dgpbench.data.datasets import load_dataset
+from dgpbench.models.train import (
     ArchConfig,
     TrainConfig,
     analysis_config,
@@ -312,7 +312,7 @@ def test_checkpoint_loads_in_a_fresh_interpreter(saved):
     # No training-code state needed: a new process rebuilds the net from the file alone.
     path, model = saved
     code = (
-        "import sys, torch; from dgpbench.models import load_checkpoint;"
+        "import sys, torch; from dgpbench.models.train import load_checkpoint;"
         "m, meta = load_checkpoint(sys.argv[1]);"
         "print(float(m(torch.ones(1, 12)).sum()))"
     )
@@ -409,7 +409,7 @@ def test_save_checkpoint_needs_arch(tmp_path):
 
 def test_batchnorm_trains_when_the_last_batch_would_hold_one_image(tmp_path):
     """33 training images, batch 32: batch norm must not see a batch of one."""
-    from dgpbench.models import ArchConfig, TrainConfig, load_checkpoint, train_mlp
+    from dgpbench.models.train import ArchConfig, TrainConfig, load_checkpoint, train_mlp
 
     rng = np.random.default_rng(0)
     x = rng.random((33, 6), dtype=np.float32)

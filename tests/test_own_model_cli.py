@@ -114,7 +114,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _cli(cwd: Path, *args: str) -> SimpleNamespace:
     """Run ``dgpbench ARGS`` in this process (no interpreter start-up) in folder ``cwd``."""
-    from dgpbench.cli import main
+    from dgpbench.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -197,7 +197,7 @@ def test_features_subcommand_takes_a_pt2(workdir: Path) -> None:
     import numpy as np
 
     from dgpbench import SoftmaxFeatures
-    from dgpbench.exported import load_exported
+    from dgpbench.models.exported import load_exported
 
     refs = np.load(workdir / "refs.npz")
     x_test = np.load(workdir / "batch.npz")["x"]

@@ -4,7 +4,7 @@ import sys
 import pytest
 
 import dgpbench
-from dgpbench.cli import main
+from dgpbench.cli.main import main
 
 
 def test_version_is_installed_metadata():
@@ -20,6 +20,9 @@ def test_cli_version(capsys):
 
 def test_console_script_help():
     out = subprocess.run(
-        [sys.executable, "-m", "dgpbench.cli", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "dgpbench.cli.main", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "usage: dgpbench" in out.stdout

@@ -15,7 +15,7 @@ import termios
 
 import pytest
 
-from dgpbench.cli import main
+from dgpbench.cli.main import main
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import binom, binomtest, ks_2samp
 
-import dgpbench.protocol as protocol
-from dgpbench.detection import KSShiftDetector
-from dgpbench.protocol import (
+import dgpbench.paper.protocol as protocol
+from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.paper.protocol import (
     bootstrap_detection,
     calibration,
     detection_ratio,

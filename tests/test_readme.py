@@ -16,7 +16,7 @@ import torch
 import yaml
 from _workflow import REPO
 
-from dgpbench.methods import make_features
+from dgpbench.features.registry import make_features
 
 
 def blocks_of(path: Path) -> list[str]:

@@ -9,8 +9,8 @@ import pytest
 from matplotlib.collections import PolyCollection
 from test_reporting import RATES, _records
 
-from dgpbench import reporting
 from dgpbench.labels import NOT_COMPUTED
+from dgpbench.paper import reporting
 
 
 @pytest.fixture

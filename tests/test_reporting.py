@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgpbench import reporting
+from dgpbench.paper import reporting
 
 
 def _records(rates: dict[tuple[str, str], float], draws: int = 40, seed: int = 0) -> pd.DataFrame:
@@ -145,7 +145,7 @@ def test_tables_pool_the_configured_deltas(tmp_path):
 
 
 def test_cli_tables_and_figures_pool_deltas(tmp_path):
-    from dgpbench.cli import main
+    from dgpbench.cli.main import main
 
     rec = _records({("dgp", "GN"): 0.5, ("tu", "GN"): 0.25})
     rec.loc[rec["delta"] == 0.5, "rejected"] = True

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgpbench import reporting
+from dgpbench.paper import reporting
 
 DRAWS = 20
 
@@ -119,7 +119,7 @@ def test_paper_table_without_paper_corruptions_is_a_note(tmp_path):
 
 
 def test_published_comparison_uses_only_the_papers_setting():
-    from dgpbench.comparison import reproduced_cells
+    from dgpbench.paper.comparisons.table1 import reproduced_cells
 
     paper = _records(PAPER)
     both = _records({**PAPER, **BEYOND}, calibration_kinds=("mlp", "cnn"))
@@ -127,7 +127,7 @@ def test_published_comparison_uses_only_the_papers_setting():
 
 
 def test_published_comparison_without_the_papers_setting_is_empty(tmp_path):
-    from dgpbench.comparison import write_comparisons
+    from dgpbench.paper.comparisons.table1 import write_comparisons
 
     summary = write_comparisons(
         _records({("mlp", "dgp", "RO"): 0.5, ("cnn", "dgp", "GN"): 0.5}),

@@ -9,8 +9,7 @@ from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.random_projection import SparseRandomProjection
 
-from dgpbench.methods import METHODS, make_features
-from dgpbench.representations import (
+from dgpbench.features import (
     BBSDhFeatures,
     DGPApproxFeatures,
     NoRedFeatures,
@@ -19,7 +18,8 @@ from dgpbench.representations import (
     TAEFeatures,
     UAEFeatures,
 )
-from dgpbench.representations.autoencoders import load_autoencoder, save_autoencoder
+from dgpbench.features.autoencoders import load_autoencoder, save_autoencoder
+from dgpbench.features.registry import METHODS, make_features
 from dgpbench.topology import summary_matrix
 
 NEW = ["noredu", "pca", "srp", "uae", "tae", "bbsds", "bbsdh", "dgp_approx"]
@@ -27,7 +27,7 @@ NEW = ["noredu", "pca", "srp", "uae", "tae", "bbsds", "bbsdh", "dgp_approx"]
 
 @pytest.fixture(scope="module")
 def digits():
-    from dgpbench.data import load_dataset
+    from dgpbench.data.datasets import load_dataset
 
     x, y = load_dataset("digits", split="train")  # (N, 1, 8, 8) in [0, 1]
     return x[:400], y[:400], x[400:600]
@@ -200,9 +200,9 @@ def test_bbsdh_needs_a_model(digits):
 
 @pytest.mark.parametrize("method", ["srp", "uae", "bbsdh"])
 def test_features_command_knows_the_new_names(method, digits, mlp, tmp_path):
-    from dgpbench.cli import main
+    from dgpbench.cli.main import main
     from dgpbench.io import load_npz
-    from dgpbench.models import ArchConfig, save_checkpoint
+    from dgpbench.models.train import ArchConfig, save_checkpoint
 
     x_ref, y_ref, x = digits
     images = tmp_path / "images.npz"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from _workflow import venv_env
 
-from dgpbench.cli import main
-from dgpbench.runner import OWNER_FILE
+from dgpbench.cli.main import main
+from dgpbench.cli.run import OWNER_FILE
 
 SNAKEFILE = """
 rule done:

@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch import nn
 
-from dgpbench.detection import KSShiftDetector
-from dgpbench.methods import make_features
-from dgpbench.models import ArchConfig, save_checkpoint
+from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.features.registry import make_features
+from dgpbench.models.train import ArchConfig, save_checkpoint
 from dgpbench.saved import FittedDetector, load_detector, save_detector
 
 
@@ -65,7 +65,7 @@ def test_file_is_npz_without_pickle(tmp_path: Path, checkpoint: Path, data) -> N
         meta = json.loads(str(store["__meta__"]))
         assert all(store[k].dtype.kind != "O" for k in store.files)
     assert meta["model"]["reference"] == str(checkpoint.resolve())
-    assert meta["features"]["class"] == "dgpbench.features:DGPFeatures"
+    assert meta["features"]["class"] == "dgpbench.features.base:DGPFeatures"
     assert meta["detector"]["params"] == {"alpha": 0.1, "correction": "bonferroni"}
 
 
@@ -88,7 +88,7 @@ def test_in_memory_model_needs_model_on_load(tmp_path: Path, data) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["os:system", "dgpbench.cnn:NetworkBody", "dgpbench.io:atomic_path"]
+    "name", ["os:system", "dgpbench.models.cnn:NetworkBody", "dgpbench.io:atomic_path"]
 )
 def test_foreign_class_in_file_not_imported(tmp_path: Path, checkpoint: Path, data, name) -> None:
     """A file naming anything but a dgpbench estimator is refused (outside dgpbench: before

@@ -12,8 +12,8 @@ import yaml
 from torch import nn
 
 from dgpbench import DGPFeatures, SoftmaxFeatures
-from dgpbench.data import load_npz_images
-from dgpbench.protocol import DELTAS, bootstrap_detection
+from dgpbench.data.datasets import load_npz_images
+from dgpbench.paper.protocol import DELTAS, bootstrap_detection
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from dgpbench import KSShiftDetector
-from dgpbench.cli import main
-from dgpbench.corruptions import corrupt
-from dgpbench.data import load_dataset
-from dgpbench.methods import make_features
-from dgpbench.models import ArchConfig, TrainConfig, train_mlp
+from dgpbench.cli.main import main
+from dgpbench.data.datasets import load_dataset
+from dgpbench.features.registry import make_features
+from dgpbench.models.train import ArchConfig, TrainConfig, train_mlp
+from dgpbench.shifts.corruptions import corrupt
 
 
 @pytest.fixture(scope="module")

@@ -13,16 +13,19 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dgpbench._sklearn_checks import expected_failed_checks
-from dgpbench.detection import KSShiftDetector
 from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
-from dgpbench.features import DGPFeatures, MAGDiffFeatures, SoftmaxFeatures, TUFeatures
-from dgpbench.representations import (
+from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.features import (
     BBSDhFeatures,
     DGPApproxFeatures,
     NoRedFeatures,
     PCAFeatures,
     SRPFeatures,
 )
+from dgpbench.features.dgp import DGPFeatures
+from dgpbench.features.magdiff import MAGDiffFeatures
+from dgpbench.features.softmax import SoftmaxFeatures
+from dgpbench.features.tu import TUFeatures
 
 
 def _mlp():

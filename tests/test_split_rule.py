@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from dgpbench import DGPFeatures, TUFeatures
-from dgpbench.cnn import split_network
+from dgpbench.models.cnn import split_network
 
 
 def _seeded(*modules):
@@ -60,10 +60,10 @@ def test_a_conv_body_with_linear_maps_is_allowed_and_warns_which_layers_form_the
         nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten(),
         nn.Linear(32, 8), nn.SiLU(), nn.Linear(8, 6), nn.ReLU(), nn.Linear(6, 3),
     )  # fmt: skip
-    with caplog.at_level(logging.INFO, logger="dgpbench.cnn"):
+    with caplog.at_level(logging.INFO, logger="dgpbench.models.cnn"):
         body, graph = split_network(net)
     assert body is not None and graph.layer_sizes == (8, 6, 3)
-    [record] = [r for r in caplog.records if r.name == "dgpbench.cnn"]
+    [record] = [r for r in caplog.records if r.name == "dgpbench.models.cnn"]
     assert record.levelno == logging.WARNING
     assert "5..7" in record.getMessage() and "linear map(s) 3" in record.getMessage()
 
@@ -71,9 +71,9 @@ def test_a_conv_body_with_linear_maps_is_allowed_and_warns_which_layers_form_the
 def test_a_plain_cnn_split_logs_the_graph_at_info(caplog):
     net = _seeded(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(32, 5),
                   nn.ReLU(), nn.Linear(5, 3))  # fmt: skip
-    with caplog.at_level(logging.INFO, logger="dgpbench.cnn"):
+    with caplog.at_level(logging.INFO, logger="dgpbench.models.cnn"):
         split_network(net)
-    [record] = [r for r in caplog.records if r.name == "dgpbench.cnn"]
+    [record] = [r for r in caplog.records if r.name == "dgpbench.models.cnn"]
     assert (
         record.levelno == logging.INFO
         and "TU/DGP/MAGDiff use the layers 3..5" in record.getMessage()

@@ -14,7 +14,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dgpbench.graphs import MLPGraph
+from dgpbench.topology.graphs import MLPGraph
 
 
 def kruskal_mst(W: np.ndarray) -> np.ndarray:

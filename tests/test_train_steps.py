@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dgpbench.cli import main
-from dgpbench.models import load_checkpoint
-from dgpbench.training import train_mlp_seeds
+from dgpbench.cli.main import main
+from dgpbench.models.stacked import train_mlp_seeds
+from dgpbench.models.train import load_checkpoint
 
 _TINY = ["--dataset", "digits", "--hidden", "4", "--layers", "2", "--epochs", "1",
          "--batch-size", "128", "--threads", "1"]  # fmt: skip
@@ -58,7 +58,7 @@ def test_the_cnn_rule_passes_the_training_device():
 
 @pytest.mark.parametrize("command", ["train", "train-cnn"])
 def test_a_killed_rerun_leaves_no_old_model_beside_new_files(tmp_path, monkeypatch, command):
-    import dgpbench.checkpoints
+    import dgpbench.models.checkpoints
 
     assert main([command, *_TINY, "--seed", "0", "--out-dir", str(tmp_path)]) == 0
     old_metrics = (tmp_path / "metrics.csv").read_bytes()
@@ -66,7 +66,7 @@ def test_a_killed_rerun_leaves_no_old_model_beside_new_files(tmp_path, monkeypat
     def killed(*args, **kwargs):  # the process dies where the final checkpoint is written
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(dgpbench.checkpoints.torch, "save", killed)
+    monkeypatch.setattr(dgpbench.models.checkpoints.torch, "save", killed)
     assert main([command, *_TINY, "--seed", "1", "--out-dir", str(tmp_path)]) == 130
     assert not (tmp_path / "model.pt").exists()  # never the old seed's model with new files
     assert (tmp_path / "metrics.csv").read_bytes() != old_metrics
@@ -76,8 +76,8 @@ def test_a_killed_rerun_leaves_no_old_model_beside_new_files(tmp_path, monkeypat
 def test_train_mlp_seeds_refuses_a_single_path_as_out_dirs(tmp_path, out_dirs):
     from pathlib import Path
 
-    from dgpbench.data import load_dataset
-    from dgpbench.models import ArchConfig, TrainConfig
+    from dgpbench.data.datasets import load_dataset
+    from dgpbench.models.train import ArchConfig, TrainConfig
 
     x, y = load_dataset("digits", split="train")
     dirs = tmp_path / "md" if out_dirs is None else out_dirs

@@ -1,6 +1,6 @@
-"""Tests of dgpbench.training (several seeds at once) and of the ``device`` option.
+"""Tests of dgpbench.models.stacked (several seeds at once) and of the ``device`` option.
 
-The oracle of the stacked trainer is :func:`dgpbench.models.train_mlp`: every seed of a
+The oracle of the stacked trainer is :func:`dgpbench.models.train.train_mlp`: every seed of a
 stacked run must be the run ``train_mlp`` makes with that seed alone (same files, same
 initial weights bit for bit, the trained weights and metrics to float tolerance).
 """
@@ -21,12 +21,12 @@ import yaml
 from _workflow import SNAKEFILE, tiny_config, venv_env
 
 from dgpbench._device import resolve_device
-from dgpbench.cli import main
-from dgpbench.data import load_dataset
-from dgpbench.features import DGPFeatures
-from dgpbench.graphs import MLPGraph
-from dgpbench.methods import make_features
-from dgpbench.models import (
+from dgpbench.cli.main import main
+from dgpbench.data.datasets import load_dataset
+from dgpbench.features.dgp import DGPFeatures
+from dgpbench.features.registry import make_features
+from dgpbench.models.stacked import StackedMLP, train_mlp_seeds
+from dgpbench.models.train import (
     ArchConfig,
     TrainConfig,
     build_mlp,
@@ -34,7 +34,7 @@ from dgpbench.models import (
     load_checkpoint,
     train_mlp,
 )
-from dgpbench.training import StackedMLP, train_mlp_seeds
+from dgpbench.topology.graphs import MLPGraph
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device")

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
 
-from dgpbench.cli import main
+from dgpbench.cli.main import main
 from dgpbench.io import atomic_path, save_npz
 
 

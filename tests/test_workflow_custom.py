@@ -102,7 +102,7 @@ def test_custom_method_runs_through_tables_figures_and_report(tmp_path):
 
 def test_schema_admits_every_built_in_method():
     """The config schema's list of built-in methods is the library's registry."""
-    from dgpbench.methods import METHODS
+    from dgpbench.features.registry import METHODS
 
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     (builtin,) = [alt for alt in schema["$defs"]["method"]["anyOf"] if "enum" in alt]

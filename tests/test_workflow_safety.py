@@ -15,7 +15,7 @@ import pytest
 import yaml
 from _workflow import SNAKEFILE, tiny_config, venv_env
 
-from dgpbench.cli import main
+from dgpbench.cli.main import main
 
 MNIST = Path("/work/shared/data/MNIST")
 

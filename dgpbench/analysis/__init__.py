@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from dgpbench.analysis.sortedness import kendall_sortedness, sortedness
 
 # Everything else loads on first access (PEP 562): `dgpbench` registers its `analysis`
-# subcommand by importing dgpbench.analysis.steps, and every CLI call would otherwise pay
+# subcommand by importing dgpbench.cli.analysis, and every CLI call would otherwise pay
 # ~2.5 s for torch, scipy.stats and numba before doing anything.
 _EXPORTS = {
     "bounds_error_table": "bounds",

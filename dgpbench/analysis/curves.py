@@ -5,7 +5,7 @@ The early-stopping analysis (Appendix G.2) and the DGP-vs-variance correlations
 normalised weights, DGP, the validation accuracy/loss and the test accuracy. Two ways to
 get them:
 
-* :func:`criterion_curves` reads a run folder of :func:`dgpbench.models.train_mlp` with
+* :func:`criterion_curves` reads a run folder of :func:`dgpbench.models.train.train_mlp` with
   ``keep="all"`` (``epoch_XX.XX.pt`` files and ``metrics.csv``);
 * :class:`CurveRecorder` is a ``train_mlp(callback=...)`` that computes the same row while
   training, so the 161 checkpoints per run need not be stored (at the paper's scale they
@@ -169,7 +169,7 @@ def criterion_curves(
     Parameters
     ----------
     run_dir : path-like
-        Output folder of :func:`dgpbench.models.train_mlp` with ``keep="all"``.
+        Output folder of :func:`dgpbench.models.train.train_mlp` with ``keep="all"``.
     x_test, y_test : array-like, optional
         Test set for ``test_accuracy`` (NaN without it).
     p : float, default=2
@@ -191,7 +191,7 @@ def criterion_curves(
     FileNotFoundError
         If ``run_dir`` has no checkpoint.
     """
-    from dgpbench.models import list_checkpoints, load_checkpoint
+    from dgpbench.models.train import list_checkpoints, load_checkpoint
 
     run_dir = Path(run_dir)
     if x_test is not None:
@@ -258,8 +258,8 @@ def _optimiser_args(p: argparse.ArgumentParser) -> None:
 
 def _architecture(args: argparse.Namespace, x: Any) -> Any:
     """The ``ArchConfig`` of :func:`_model_args`' options for the training images ``x``."""
-    from dgpbench.data import n_classes
-    from dgpbench.models import ArchConfig
+    from dgpbench.data.datasets import n_classes
+    from dgpbench.models.train import ArchConfig
 
     # A linear classifier has no hidden layer: the stored width is a placeholder.
     hidden = args.hidden if args.hidden is not None or args.layers > 1 else 1
@@ -277,7 +277,7 @@ def _architecture(args: argparse.Namespace, x: Any) -> Any:
 def _train_config(args: argparse.Namespace, **overrides: Any) -> Any:
     """The ``TrainConfig`` of :func:`_optimiser_args`' options, ``--checkpoints-per-epoch``
     and ``--threads`` (``overrides``: e.g. the model seed)."""
-    from dgpbench.models import analysis_config
+    from dgpbench.models.train import analysis_config
 
     return analysis_config(
         args.dataset,
@@ -302,8 +302,8 @@ def _train_args(p: argparse.ArgumentParser) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    from dgpbench.data import load_dataset
-    from dgpbench.models import train_mlp
+    from dgpbench.data.datasets import load_dataset
+    from dgpbench.models.train import train_mlp
 
     out = Path(args.out_dir)
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)

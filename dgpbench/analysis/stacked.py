@@ -3,18 +3,18 @@
 ``dgpbench analysis train`` trains one analysis MLP and records its curves (NP, variance,
 DGP, validation and test accuracy at every quarter epoch, :mod:`dgpbench.analysis.curves`).
 :func:`train_analysis_seeds` (target ``dgpbench analysis train-seeds``) trains every seed of
-one architecture at once with :func:`dgpbench.training.train_mlp_seeds` and writes, per
+one architecture at once with :func:`dgpbench.models.stacked.train_mlp_seeds` and writes, per
 seed, the same files: ``model.pt``, ``metrics.csv``, ``split.npz`` and ``curves.csv``.
 
 At every evaluation, :class:`StackedCurveRecorder` computes the criteria of all seeds
 together: NP and DGP through one call of the compiled kernel of
 :func:`dgpbench.topology.stacked.stacked_persistence`, the variance vectorised over the
 stack, the test accuracy with one batched forward pass. A stacked seed's curves equal its
-single run's to float tolerance (the training itself does; see :mod:`dgpbench.training`).
+single run's to float tolerance (the training itself does; see :mod:`dgpbench.models.stacked`).
 
 Batch-norm and dropout models (the regulariser comparison, ``--batchnorm`` / ``--dropout``)
 stack too: each seed has its own batch statistics and its own dropout masks, drawn as its
-single run draws them (see :mod:`dgpbench.training`).
+single run draws them (see :mod:`dgpbench.models.stacked`).
 """
 
 from __future__ import annotations
@@ -181,10 +181,10 @@ def train_analysis_seeds(
     ----------
     x_train, y_train : array-like
         The training split (``config.val_fraction`` of it is held out for validation).
-    arch : dgpbench.models.ArchConfig
+    arch : dgpbench.models.train.ArchConfig
         The architecture (batch norm and dropout included).
-    config : dgpbench.models.TrainConfig
-        E.g. :func:`dgpbench.models.analysis_config`; its ``seed`` is each of ``seeds``.
+    config : dgpbench.models.train.TrainConfig
+        E.g. :func:`dgpbench.models.train.analysis_config`; its ``seed`` is each of ``seeds``.
     seeds : sequence of int
         Distinct model seeds.
     out_dirs : sequence of path-like
@@ -209,9 +209,9 @@ def train_analysis_seeds(
     ------
     ValueError
         On a number of run ids other than the number of folders, or anything
-        :func:`dgpbench.training.train_mlp_seeds` refuses.
+        :func:`dgpbench.models.stacked.train_mlp_seeds` refuses.
     """
-    from dgpbench.training import train_mlp_seeds
+    from dgpbench.models.stacked import train_mlp_seeds
 
     outs = [Path(d) for d in out_dirs]
     runs = list(runs) if runs is not None else [f"{dataset}/{d.name}" for d in outs]
@@ -273,7 +273,7 @@ def _train_seeds_args(p: argparse.ArgumentParser) -> None:
 
 
 def _train_seeds(args: argparse.Namespace) -> None:
-    from dgpbench.data import load_dataset
+    from dgpbench.data.datasets import load_dataset
 
     if len(args.out_dirs) != len(args.seeds):
         raise ValueError(f"got {len(args.out_dirs)} --out-dirs for {len(args.seeds)} --seeds")

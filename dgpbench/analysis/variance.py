@@ -63,7 +63,7 @@ def model_study(
     Parameters
     ----------
     checkpoints : sequence of path-like
-        Checkpoints of :func:`dgpbench.models.train_mlp` (usually the final ones).
+        Checkpoints of :func:`dgpbench.models.train.train_mlp` (usually the final ones).
     curves : sequence of pandas.DataFrame, optional
         The training curves of each checkpoint's run, in the same order
         (:class:`dgpbench.analysis.curves.CurveRecorder` rows). Their last evaluation is the

@@ -43,7 +43,7 @@ import logging
 from collections.abc import Callable
 
 from dgpbench._validation import check_int
-from dgpbench.commands import SUBCOMMANDS
+from dgpbench.cli.registry import SUBCOMMANDS
 
 __all__ = ["TARGETS", "target_command"]
 
@@ -116,7 +116,7 @@ def _analysis_args(p: argparse.ArgumentParser) -> None:
 
 
 def _analysis(args: argparse.Namespace) -> None:
-    from dgpbench.models import torch_threads
+    from dgpbench.models.train import torch_threads
     from dgpbench.topology._threads import numba_threads
 
     if args.threads is not None:

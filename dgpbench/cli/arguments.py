@@ -9,7 +9,15 @@ from collections.abc import Iterable, Mapping
 
 from dgpbench._device import DEVICE_OPTIONS
 
-__all__ = ["forward_pass_args", "parse_tags", "positive_int", "require_arrays", "significance"]
+__all__ = [
+    "METHOD_HELP",
+    "MODEL_HELP",
+    "forward_pass_args",
+    "parse_tags",
+    "positive_int",
+    "require_arrays",
+    "significance",
+]
 
 
 def positive_int(text: str) -> int:
@@ -66,3 +74,16 @@ def forward_pass_args(p: argparse.ArgumentParser, *, device: bool = True) -> Non
             choices=DEVICE_OPTIONS,
             help="forward pass (auto: GPU if any)",
         )
+
+
+METHOD_HELP = (
+    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, noredu, pca, srp, uae, "
+    "tae, bbsds, bbsdh, dgp_approx, or a custom transformer "
+    "'package.module:ClassName' (importing it runs its code)"
+)
+
+
+MODEL_HELP = (
+    "the network: a dgpbench checkpoint (.pt), a torch.export program (.pt2, read without "
+    "running code) or 'package.module:factory' (a function returning it; runs that code)"
+)

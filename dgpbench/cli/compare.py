@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dgpbench.commands import SUBCOMMANDS
+from dgpbench.cli.registry import SUBCOMMANDS
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def _records(path: str) -> pd.DataFrame:
 
 def reproduced_cells(table: str, inputs: list[str], pool_deltas=None) -> pd.DataFrame:
     """The run's cells of ``table`` read from the ``inputs`` files (see the module doc)."""
-    module = importlib.import_module(f"dgpbench.comparisons.{_MODULES.get(table, table)}")
+    module = importlib.import_module(f"dgpbench.paper.comparisons.{_MODULES.get(table, table)}")
     needed = _N_INPUTS.get(table, 1)
     if len(inputs) != needed:
         raise ValueError(f"{table} needs {needed} --input file(s), got {len(inputs)}")
@@ -84,9 +84,11 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    from dgpbench.comparisons.core import write_comparison
+    from dgpbench.paper.comparisons.core import write_comparison
 
-    module = importlib.import_module(f"dgpbench.comparisons.{_MODULES.get(args.table, args.table)}")
+    module = importlib.import_module(
+        f"dgpbench.paper.comparisons.{_MODULES.get(args.table, args.table)}"
+    )
     ours = reproduced_cells(args.table, args.input, args.pool_deltas)
     comparison, summary, paths = write_comparison(
         module.SPEC, ours, args.out_dir, published_path=args.published

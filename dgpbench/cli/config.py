@@ -115,7 +115,7 @@ def check_config(config: Mapping[str, Any]) -> None:
     ValueError
         With one line per problem.
     """
-    from dgpbench.data import n_test_images
+    from dgpbench.data.datasets import n_test_images
     from dgpbench.labels import check_unique_labels
 
     problems = []

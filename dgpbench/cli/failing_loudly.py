@@ -3,7 +3,7 @@
 ``fl-images`` (the pools) -> ``fl-shift`` (one shift class, all fractions) -> ``fl-features``
 (one representation of one model) -> ``fl-detect`` (one method: every cell's draws) ->
 ``fl-report`` / ``fl-figure`` (tables, summary, figure). Each reads files, calls the library
-(:mod:`dgpbench.shifts`, :mod:`dgpbench.fl_grid`, :mod:`dgpbench.fl_reporting`) and writes
+(:mod:`dgpbench.shifts`, :mod:`dgpbench.failing_loudly.grid`, :mod:`dgpbench.failing_loudly.reporting`) and writes
 its output atomically, so an interrupted run resumes cleanly.
 """
 
@@ -16,12 +16,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dgpbench.arguments import forward_pass_args as _forward_pass_args
-from dgpbench.arguments import parse_tags as _parse_tags
-from dgpbench.arguments import positive_int as _positive_int
-from dgpbench.arguments import require_arrays as _require
-from dgpbench.arguments import significance as _significance
-from dgpbench.commands import SUBCOMMANDS
+from dgpbench.cli.arguments import forward_pass_args as _forward_pass_args
+from dgpbench.cli.arguments import parse_tags as _parse_tags
+from dgpbench.cli.arguments import positive_int as _positive_int
+from dgpbench.cli.arguments import require_arrays as _require
+from dgpbench.cli.arguments import significance as _significance
+from dgpbench.cli.registry import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,8 @@ def _images_args(p: argparse.ArgumentParser) -> None:
 
 
 def _images(args: argparse.Namespace) -> None:
-    from dgpbench.data import load_dataset, stratified_choice
-    from dgpbench.models import TrainConfig
+    from dgpbench.data.datasets import load_dataset, stratified_choice
+    from dgpbench.models.train import TrainConfig
 
     split_seed = TrainConfig().split_seed if args.split_seed is None else args.split_seed
     if not 0 < args.val_fraction < 1:
@@ -122,7 +122,7 @@ def _shift_args(p: argparse.ArgumentParser) -> None:
 
 
 def _shift(args: argparse.Namespace) -> None:
-    from dgpbench.models import load_checkpoint, torch_threads
+    from dgpbench.models.train import load_checkpoint, torch_threads
     from dgpbench.shifts import NEEDS_MODEL, apply_shift
 
     pools = load_npz(args.images)
@@ -172,7 +172,7 @@ def _features_args(p: argparse.ArgumentParser) -> None:
 
 
 def _make_rep(name: str, model, args: argparse.Namespace):
-    from dgpbench.fl_toolbox import MODEL_FREE, make_representation
+    from dgpbench.failing_loudly.toolbox import MODEL_FREE, make_representation
 
     params = {} if name in MODEL_FREE else {
         "batch_size": args.batch_size, "n_jobs": args.threads, "device": args.device,
@@ -184,8 +184,8 @@ def _make_rep(name: str, model, args: argparse.Namespace):
 
 
 def _features(args: argparse.Namespace) -> None:
-    from dgpbench.fl_toolbox import MODEL_FREE
-    from dgpbench.models import torch_threads
+    from dgpbench.failing_loudly.toolbox import MODEL_FREE
+    from dgpbench.models.train import torch_threads
 
     pools = load_npz(args.images)
     _require(pools, args.images, ["x_fit", "y_fit", "x_ref", "x_test"], "fl-images")
@@ -268,7 +268,7 @@ class _Pools(Mapping):
     10000 pixel rows is 31 MB: never hold all 31 at once)."""
 
     def __init__(self, feats: dict[str, np.ndarray], calibration: bool) -> None:
-        from dgpbench.fl_grid import CALIBRATION
+        from dgpbench.failing_loudly.grid import CALIBRATION
 
         self._feats = feats
         self._keys: dict[tuple[str, float], str | None] = {}
@@ -294,8 +294,8 @@ class _Pools(Mapping):
 
 
 def _detect(args: argparse.Namespace) -> None:
-    from dgpbench.fl_grid import method_records, parse_method
-    from dgpbench.models import torch_threads
+    from dgpbench.failing_loudly.grid import method_records, parse_method
+    from dgpbench.models.train import torch_threads
 
     method = parse_method(args.method)
     tags = _parse_tags(args.tag)
@@ -350,7 +350,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from dgpbench.fl_reporting import write_report
+    from dgpbench.failing_loudly.reporting import write_report
 
     records = _read_records(args.records)
     if args.aggregate:
@@ -366,7 +366,7 @@ def _figure_args(p: argparse.ArgumentParser) -> None:
 
 
 def _figure(args: argparse.Namespace) -> None:
-    from dgpbench.fl_reporting import accuracy_figure
+    from dgpbench.failing_loudly.reporting import accuracy_figure
 
     paths = accuracy_figure(_read_records(args.records), args.dataset, args.out)
     log.info("figure -> %s", [str(p) for p in paths])

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from dgpbench import __version__
-from dgpbench.commands import SUBCOMMANDS, CommandError
+from dgpbench.cli.registry import SUBCOMMANDS, CommandError
 
 log = logging.getLogger("dgpbench")
 
@@ -64,11 +64,13 @@ Run it in a clone of the repository (the workflow ships there, not in the packag
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every registered subcommand."""
-    import dgpbench.analysis.steps  # registers `dgpbench analysis`
-    import dgpbench.comparisons.steps  # registers `dgpbench compare-paper`
-    import dgpbench.fl_steps  # registers the Failing-loudly grid's `dgpbench fl-*`
-    import dgpbench.runner
-    import dgpbench.steps  # noqa: F401  (registers the workflow subcommands)
+    # Each step module registers its subcommands in dgpbench.cli.registry when imported.
+    import dgpbench.cli.analysis  # `dgpbench analysis`
+    import dgpbench.cli.compare  # `dgpbench compare-paper`
+    import dgpbench.cli.failing_loudly  # the Failing-loudly grid's `dgpbench fl-*`
+    import dgpbench.cli.monitor  # `dgpbench fit`, `dgpbench score`: the user's commands
+    import dgpbench.cli.paper  # the DGP paper workflow's steps
+    import dgpbench.cli.run  # noqa: F401  (`dgpbench run`)
 
     parser = argparse.ArgumentParser(
         prog="dgpbench",

@@ -9,23 +9,20 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from dgpbench._device import DEVICE_OPTIONS
-from dgpbench.arguments import forward_pass_args as _forward_pass_args
-from dgpbench.arguments import parse_tags as _parse_tags
-from dgpbench.arguments import positive_int as _positive_int
-from dgpbench.arguments import require_arrays as _require
-from dgpbench.arguments import significance as _significance
-from dgpbench.commands import SUBCOMMANDS, CommandError
+from dgpbench.cli.arguments import METHOD_HELP, MODEL_HELP
+from dgpbench.cli.arguments import forward_pass_args as _forward_pass_args
+from dgpbench.cli.arguments import parse_tags as _parse_tags
+from dgpbench.cli.arguments import positive_int as _positive_int
+from dgpbench.cli.arguments import require_arrays as _require
+from dgpbench.cli.arguments import significance as _significance
+from dgpbench.cli.registry import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
 from dgpbench.naming import ModelId, feature_key, parse_feature_key, parse_model_id
-
-if TYPE_CHECKING:
-    from dgpbench.saved import FittedDetector
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +73,10 @@ def _train_args(p: argparse.ArgumentParser) -> None:
 def _train(args: argparse.Namespace) -> None:
     import os
 
-    from dgpbench.data import load_dataset, n_classes
-    from dgpbench.models import ArchConfig, shift_detection_config, train_mlp
+    from dgpbench.data.datasets import load_dataset, n_classes
+    from dgpbench.models.stacked import train_mlp_seeds
+    from dgpbench.models.train import ArchConfig, shift_detection_config, train_mlp
     from dgpbench.naming import model_id
-    from dgpbench.training import train_mlp_seeds
 
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
     arch = ArchConfig(
@@ -124,9 +121,9 @@ def _train_cnn_args(p: argparse.ArgumentParser) -> None:
 def _train_cnn(args: argparse.Namespace) -> None:
     import os
 
-    from dgpbench.cnn import CNNConfig
-    from dgpbench.data import load_dataset, n_classes
-    from dgpbench.models import shift_detection_config, train_mlp
+    from dgpbench.data.datasets import load_dataset, n_classes
+    from dgpbench.models.cnn import CNNConfig
+    from dgpbench.models.train import shift_detection_config, train_mlp
     from dgpbench.naming import model_id
 
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
@@ -179,7 +176,7 @@ def _images_args(p: argparse.ArgumentParser) -> None:
 
 
 def _images(args: argparse.Namespace) -> None:
-    from dgpbench.data import sample_image_sets
+    from dgpbench.data.datasets import sample_image_sets
 
     sets = sample_image_sets(
         args.dataset,
@@ -207,7 +204,7 @@ def _corrupt_args(p: argparse.ArgumentParser) -> None:
 
 
 def _corrupt(args: argparse.Namespace) -> None:
-    from dgpbench.corruptions import corrupt, corruption_code
+    from dgpbench.shifts.corruptions import corrupt, corruption_code
 
     code = corruption_code(args.corruption)
     images = load_npz(args.images)
@@ -224,22 +221,9 @@ def _corrupt(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------------
 # features
 # --------------------------------------------------------------------------------------------
-_METHOD_HELP = (
-    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, noredu, pca, srp, uae, "
-    "tae, bbsds, bbsdh, dgp_approx, or a custom transformer "
-    "'package.module:ClassName' (importing it runs its code)"
-)
-
-
-_MODEL_HELP = (
-    "the network: a dgpbench checkpoint (.pt), a torch.export program (.pt2, read without "
-    "running code) or 'package.module:factory' (a function returning it; runs that code)"
-)
-
-
 def _features_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", required=True, help=_METHOD_HELP)
-    p.add_argument("--model", required=True, help=_MODEL_HELP)
+    p.add_argument("--method", required=True, help=METHOD_HELP)
+    p.add_argument("--model", required=True, help=MODEL_HELP)
     p.add_argument("--clean", required=True, help="clean image set (.npz from `dgpbench images`)")
     p.add_argument("--corrupted", nargs="*", default=[], help="corrupted sets (`dgpbench corrupt`)")
     _forward_pass_args(p)
@@ -251,9 +235,9 @@ def _features_args(p: argparse.ArgumentParser) -> None:
 def _features(args: argparse.Namespace) -> None:
     import time
 
-    from dgpbench.method_output import fit_method, transform_method
-    from dgpbench.methods import make_features
-    from dgpbench.models import torch_threads
+    from dgpbench.features.output import fit_method, transform_method
+    from dgpbench.features.registry import make_features
+    from dgpbench.models.train import torch_threads
     from dgpbench.progress import Progress
 
     clean = load_npz(args.clean)
@@ -310,241 +294,6 @@ def _features(args: argparse.Namespace) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# score: one real batch from the command line
-# --------------------------------------------------------------------------------------------
-def _score_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--detector",
-        default=None,
-        help="a detector saved by `dgpbench fit`: replaces --refs and --clean, and its "
-        "method, alpha and correction are the fitted ones (--model only if the model moved)",
-    )
-    p.add_argument("--model", default=None, help=_MODEL_HELP)
-    p.add_argument("--refs", default=None, help=".npz with labelled images x, y: class means")
-    p.add_argument("--clean", default=None, help=".npz with images x: clean reference batch")
-    p.add_argument("--batch", required=True, help=".npz with images x: the batch under test")
-    p.add_argument("--method", default="dgp", help=_METHOD_HELP + " (default: dgp)")
-    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
-    p.add_argument(
-        "--correction",
-        default="bonferroni",
-        choices=["bonferroni", "fdr", "none"],
-        help="multiple-testing correction over the features",
-    )
-    p.add_argument(
-        "--test",
-        default="ks",
-        choices=["ks", "mmd", "chi2", "classif"],
-        help="two-sample test: ks per feature, mmd, chi2 (on --method bbsdh), "
-        "classif (a domain classifier on the images; --method is not used)",
-    )
-    p.add_argument("--permutations", type=_positive_int, default=1000, help="MMD permutations")
-    p.add_argument("--seed", type=int, default=0, help="seed of the mmd/classif test")
-    _forward_pass_args(p, device=False)
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.epilog = (
-        "Exit status: 0 = no shift, 1 = shift detected (and nothing else), 2 = any error "
-        "(one line on stderr), 130 = interrupted."
-    )
-
-
-def _score(args: argparse.Namespace) -> int:
-    import json
-
-    from dgpbench.data import load_npz_images
-    from dgpbench.method_output import feature_names, transform_method
-    from dgpbench.models import torch_threads
-    from dgpbench.saved import load_detector
-
-    if args.detector is not None:
-        x_batch = load_npz_images(args.batch)
-        with torch_threads(args.threads):
-            fitted = load_detector(args.detector, model=args.model)
-            feats = fitted.features
-            result = fitted.test(x_batch)
-        args.method = fitted.info.get("method", "?")
-        args.alpha, args.correction = result.alpha, str(result.correction or "none")
-        n_refs = fitted.info.get("n_refs")
-    elif args.test != "ks":
-        _require_fit_args(args)
-        x_refs, y_refs = load_npz_images(args.refs, labels=True)
-        x_clean = load_npz_images(args.clean)
-        x_batch = load_npz_images(args.batch)
-        return _score_other_test(args, x_refs, y_refs, x_clean, x_batch)
-    else:
-        x_batch = load_npz_images(args.batch)  # read before the long fit: fail early
-        fitted = _fit_detector(args)
-        feats = fitted.features
-        with torch_threads(args.threads):
-            result = fitted.detector.test(
-                transform_method(feats, x_batch, args.method, f"the batch {args.batch}")
-            )
-        n_refs = fitted.info["n_refs"]
-    names = feature_names(feats, result.n_features, args.method)
-    table = pd.DataFrame(
-        {
-            "feature": [str(n) for n in names],
-            "statistic": result.distance,
-            "p_value": result.p_val,
-            "p_value_adjusted": result.p_val_adjusted,
-            "rejected": result.p_val < result.threshold,
-        }
-    )
-    summary = {
-        "shift": bool(result.is_drift),
-        "min_p_value_adjusted": result.min_p_val_adjusted,
-        "threshold": float(result.threshold),
-        "alpha": args.alpha,
-        "correction": args.correction,
-        "method": args.method,
-        "n_refs": n_refs,
-        "n_clean": result.n_ref,
-        "n_batch": result.n,
-    }
-    if args.json:
-        print(json.dumps({**summary, "features": table.to_dict(orient="records")}, indent=2))
-    else:
-        verdict = "SHIFT" if result.is_drift else "no shift"
-        print(
-            f"{verdict}: smallest adjusted p-value {result.min_p_val_adjusted:.4g} "
-            f"(alpha {args.alpha:g}, correction {args.correction}, {result.n_features} features)"
-        )
-        print(
-            f"method {args.method}; {n_refs} reference, {result.n_ref} clean and "
-            f"{result.n} test images\n"
-        )
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    return 1 if result.is_drift else 0
-
-
-def _score_other_test(args, x_refs, y_refs, x_clean, x_batch) -> int:
-    """``score --test mmd|chi2|classif``: one batch-level statistic and p-value."""
-    import json
-
-    from dgpbench.detectors import make_detector
-    from dgpbench.methods import make_features
-    from dgpbench.models import torch_threads
-
-    params: dict = {"alpha": args.alpha}
-    if args.test in ("mmd", "classif"):
-        params["random_state"] = args.seed
-    if args.test == "mmd":
-        params["n_permutations"] = args.permutations
-    detector = make_detector(args.test, **params)
-    with torch_threads(args.threads):
-        if args.test == "classif":  # the domain classifier learns from the images themselves
-            method = "images"
-            result = detector.fit(x_clean).test(x_batch)
-        else:
-            method = args.method
-            feats = make_features(
-                args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
-            )
-            feats.fit(x_refs, y_refs)
-            result = detector.fit(feats.transform(x_clean)).test(feats.transform(x_batch))
-    summary = {
-        "shift": bool(result.is_drift),
-        "test": args.test,
-        "statistic": float(result.statistic),
-        "p_value": result.p_value,
-        "threshold": float(result.threshold),
-        "alpha": args.alpha,
-        "method": method,
-        "n_refs": len(x_refs),
-        "n_clean": result.n_ref,
-        "n_batch": result.n,
-    }
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        verdict = "SHIFT" if result.is_drift else "no shift"
-        print(
-            f"{verdict}: {args.test} p-value {result.p_value:.4g}, statistic "
-            f"{float(result.statistic):.4g} (alpha {args.alpha:g}); representation {method}; "
-            f"{result.n_ref} clean and {result.n} test images"
-        )
-    return 1 if result.is_drift else 0
-
-
-def _require_fit_args(args: argparse.Namespace) -> None:
-    """Refuse a fit without --model/--clean (and --refs, which softmax + KS may leave out)."""
-    missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k) is None]
-    optional = args.method == "softmax" and getattr(args, "test", "ks") == "ks"
-    if args.refs is None and not optional:
-        missing.append("--refs")
-    if missing:
-        hint = "" if args.command == "fit" else "; or pass --detector from `dgpbench fit`"
-        raise CommandError(
-            f"missing {', '.join(missing)} (--refs may be left out for --method softmax only{hint})"
-        )
-
-
-def _fit_detector(args: argparse.Namespace) -> FittedDetector:
-    """Fit features + KS detector from --model, --refs, --clean (shared by `fit` and `score`)."""
-    from dgpbench.data import load_npz_images
-    from dgpbench.detection import KSShiftDetector
-    from dgpbench.method_output import fit_method, transform_method
-    from dgpbench.methods import make_features
-    from dgpbench.models import torch_threads
-    from dgpbench.saved import FittedDetector
-
-    _require_fit_args(args)
-    # Every file is read (and checked) before the model runs, so a bad one fails at once.
-    x_clean = load_npz_images(args.clean)
-    if args.refs is None:  # softmax: the class means are unused, no labels needed
-        x_refs, y_refs = x_clean, None
-    elif args.method == "softmax" and "y" not in load_npz(args.refs):
-        x_refs, y_refs = load_npz_images(args.refs), None
-    else:
-        x_refs, y_refs = load_npz_images(args.refs, labels=True)
-    correction = None if args.correction == "none" else args.correction
-    detector = KSShiftDetector(alpha=args.alpha, correction=correction)
-    with torch_threads(args.threads):
-        feats = make_features(
-            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
-        )
-        fit_method(feats, x_refs, y_refs, args.method)
-        detector.fit(
-            transform_method(feats, x_clean, args.method, f"the clean images {args.clean}")
-        )
-    info = {"method": args.method, "n_refs": len(x_refs), "labelled_refs": y_refs is not None}
-    return FittedDetector(feats, detector, info)
-
-
-# --------------------------------------------------------------------------------------------
-# fit: save a detector for `dgpbench score --detector`
-# --------------------------------------------------------------------------------------------
-def _fit_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help=_MODEL_HELP)
-    p.add_argument(
-        "--refs",
-        default=None,
-        help=".npz with labelled images x, y: class means (optional for --method softmax)",
-    )
-    p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
-    p.add_argument("--method", default="dgp", help=_METHOD_HELP)
-    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
-    p.add_argument(
-        "--correction",
-        default="bonferroni",
-        choices=["bonferroni", "fdr", "none"],
-        help="multiple-testing correction over the features",
-    )
-    _forward_pass_args(p, device=False)
-    p.add_argument("--out", required=True, help="the detector file to write (.npz)")
-
-
-def _fit(args: argparse.Namespace) -> None:
-    from dgpbench.saved import save_detector
-
-    fitted = _fit_detector(args)
-    save_detector(args.out, fitted, model=args.model)
-    log.info(
-        "%s detector (%d reference images) -> %s", args.method, fitted.info["n_refs"], args.out
-    )
-
-
-# --------------------------------------------------------------------------------------------
 # detect
 # --------------------------------------------------------------------------------------------
 def _detect_args(p: argparse.ArgumentParser) -> None:
@@ -583,15 +332,15 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
 def _detect(args: argparse.Namespace) -> None:
     import time
 
+    from dgpbench.paper.protocol import bootstrap_detection
     from dgpbench.progress import Progress
-    from dgpbench.protocol import bootstrap_detection
 
     feats = load_npz(args.features)
     _require(feats, args.features, ["clean"], "features")
     clean = feats.pop("clean")
     feats.pop("classes", None)
     if args.knockout_intensities:
-        from dgpbench.label_shift import LABEL_SHIFT_CODE, label_shift_detection
+        from dgpbench.paper.label_shift import LABEL_SHIFT_CODE, label_shift_detection
 
         if args.labels is None:
             raise ValueError("--knockout-intensities needs --labels (the clean image set)")
@@ -735,7 +484,7 @@ def _tables_args(p: argparse.ArgumentParser) -> None:
 
 
 def _tables(args: argparse.Namespace) -> None:
-    from dgpbench import reporting
+    from dgpbench.paper import reporting
 
     records = reporting.pooled_records(_read_records(args.records), args.pool_deltas)
     ablation = [d for d in args.ablation_datasets if d != "none"]
@@ -769,7 +518,7 @@ def _figures_args(p: argparse.ArgumentParser) -> None:
 
 
 def _figures(args: argparse.Namespace) -> None:
-    from dgpbench import reporting
+    from dgpbench.paper import reporting
 
     written = reporting.figures(
         _read_records(args.records),
@@ -816,7 +565,7 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
 
 
 def _compare(args: argparse.Namespace) -> None:
-    from dgpbench.comparison import write_comparisons
+    from dgpbench.paper.comparisons.table1 import write_comparisons
 
     labels = [label for label, _ in args.delta_set]
     if len(set(labels)) != len(labels):
@@ -853,16 +602,6 @@ SUBCOMMANDS.update(
         ),
         "features": ("Fit a feature method and featurise image sets.", _features_args, _features),
         "detect": ("Run the bootstrap detection protocol on features.", _detect_args, _detect),
-        "score": (
-            "Test one batch of images for covariate shift (exit 0 = no shift, 1 = shift).",
-            _score_args,
-            _score,
-        ),
-        "fit": (
-            "Fit a detector on reference images and save it for `score --detector`.",
-            _fit_args,
-            _fit,
-        ),
         "aggregate": ("Concatenate bootstrap records.", _aggregate_args, _aggregate),
         "tables": (
             "Write the paper's tables (CSV, Markdown, LaTeX, HTML).",

@@ -1,8 +1,8 @@
 """The subcommand registry: step modules register their ``dgpbench`` subcommands here.
 
 This module imports nothing of the package, so a step module registers without importing
-the CLI, and the imports run one way: :mod:`dgpbench.cli` -> step modules
-(:mod:`dgpbench.steps`, :mod:`dgpbench.runner`, :mod:`dgpbench.analysis.steps`) -> library.
+the CLI, and the imports run one way: :mod:`dgpbench.cli.main` -> step modules
+(:mod:`dgpbench.cli.paper`, :mod:`dgpbench.cli.run`, :mod:`dgpbench.cli.analysis`) -> library.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ import time
 import uuid
 from pathlib import Path
 
-from dgpbench.commands import SUBCOMMANDS, CommandError
+from dgpbench.cli.registry import SUBCOMMANDS, CommandError
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def _unlock_hint(snakemake_args: list[str]) -> str:
 
 def check_stale_lock(workdir: Path, snakemake_args: list[str]) -> None:
     """Decide about Snakemake's lock in ``workdir``: return when it is stale (to be removed),
-    raise :class:`~dgpbench.commands.CommandError` saying why and how to unlock otherwise.
+    raise :class:`~dgpbench.cli.registry.CommandError` saying why and how to unlock otherwise.
     """
     record = _read_owner(workdir)
     hint = (
@@ -185,7 +185,7 @@ def run_snakemake(snakemake_args: list[str]) -> int:
 
     Raises
     ------
-    dgpbench.commands.CommandError
+    dgpbench.cli.registry.CommandError
         If Snakemake is not installed, there is no workflow to run, another ``dgpbench run``
         is active in the same working directory, or Snakemake's lock there is not provably
         stale (see :func:`check_stale_lock`).

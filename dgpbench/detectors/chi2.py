@@ -1,7 +1,7 @@
 """Chi-squared test of homogeneity for hard labels (BBSDh in "Failing loudly").
 
 The reference and the test batch are each an ``(n, 1)`` column of integer class labels (the
-predicted classes :class:`~dgpbench.representations.BBSDhFeatures` returns); the test
+predicted classes :class:`~dgpbench.features.BBSDhFeatures` returns); the test
 compares their class frequencies in a 2 x k contingency table with
 ``scipy.stats.chi2_contingency``. Classes absent from both samples are not in the table (they
 would be all-zero columns, for which the expected counts are 0).

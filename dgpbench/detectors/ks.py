@@ -5,7 +5,7 @@ feature dimension between a clean reference batch and a test batch, combined by 
 correction; the batch is flagged as shifted if at least one corrected test rejects.
 
 The decision rule lives in :func:`_decide`, a pure vectorised function shared with
-:mod:`dgpbench.protocol`, so the bootstrap protocol and the estimator cannot drift apart.
+:mod:`dgpbench.paper.protocol`, so the bootstrap protocol and the estimator cannot drift apart.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ class KSShiftDetector(BaseEstimator):
     --------
     scipy.stats.ks_2samp : The per-feature test.
     scipy.stats.false_discovery_control : Benjamini-Hochberg adjustment used for ``"fdr"``.
-    dgpbench.protocol.bootstrap_detection : The paper's evaluation protocol, same decision rule.
+    dgpbench.paper.protocol.bootstrap_detection : The paper's evaluation protocol, same decision rule.
 
     Notes
     -----

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dgpbench.fl_toolbox import TESTS, ks_batch, make_detector
+from dgpbench.failing_loudly.toolbox import TESTS, ks_batch, make_detector
 from dgpbench.shifts import SHIFTS
 
 log = logging.getLogger(__name__)

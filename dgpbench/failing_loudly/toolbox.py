@@ -1,9 +1,9 @@
 """The Failing-loudly grid's one door to the detector and representation families.
 
-The grid (:mod:`dgpbench.fl_grid`) names tests (``ks``, ``mmd``, ``chi2``, ``classif``) and
+The grid (:mod:`dgpbench.failing_loudly.grid`) names tests (``ks``, ``mmd``, ``chi2``, ``classif``) and
 representations (``noredu``, ``pca``, ..., ``dgp``); this module turns the names into
 objects: tests from :func:`dgpbench.detectors.make_detector`, representations from
-:func:`dgpbench.methods.make_features`, and ``classif`` (the images themselves, for the
+:func:`dgpbench.features.registry.make_features`, and ``classif`` (the images themselves, for the
 domain classifier, stored flattened) from the small transformer below.
 
 The KS test of the grid runs batched (:func:`ks_batch`): per-feature two-sample KS with
@@ -74,7 +74,7 @@ def make_representation(name: str, model: Any, **params: Any) -> Any:
     ----------
     name : str
         ``noredu``, ``pca``, ``srp``, ``uae``, ``tae``, ``bbsds``, ``bbsdh``, ``dgp_approx``,
-        ``dgp``, ``tu``, ``magdiff``, ``softmax`` (and the other :data:`dgpbench.methods.METHODS`),
+        ``dgp``, ``tu``, ``magdiff``, ``softmax`` (and the other :data:`dgpbench.features.registry.METHODS`),
         or ``classif`` (the images, for the domain classifier).
     model : torch.nn.Module, path-like or None
         The classifier; ``None`` for :data:`MODEL_FREE` representations.
@@ -88,7 +88,7 @@ def make_representation(name: str, model: Any, **params: Any) -> Any:
     """
     if name == "classif":
         return _Flatten()
-    from dgpbench.methods import make_features
+    from dgpbench.features.registry import make_features
 
     return make_features(name, model, **params)
 
@@ -99,7 +99,7 @@ def ks_batch(
     """Per-feature KS decisions of many draws at once (equal sample sizes).
 
     The p-values are ``scipy.stats.ks_2samp``'s (``method="auto"``), computed as
-    :func:`dgpbench.protocol._ks_2samp_pvalues` does (the exact p-value depends only on
+    :func:`dgpbench.paper.protocol._ks_2samp_pvalues` does (the exact p-value depends only on
     ``h = n * D``), but the table of p-values is filled only for the ``h`` that occur: at
     n = 10000 the whole table costs ~27 s, the few hundred ``h`` a cell meets well under one.
 

@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import resolve_device
-from dgpbench.features import WORKFLOW_CONSTRAINTS
+from dgpbench.features.base import WORKFLOW_CONSTRAINTS
 
 __all__ = [
     "ARCHITECTURES",
@@ -124,8 +124,8 @@ def save_autoencoder(path: str | os.PathLike, est: TAEFeatures | UAEFeatures) ->
     """
     import torch
 
-    from dgpbench.checkpoints import _weights_digest
     from dgpbench.io import atomic_path
+    from dgpbench.models.checkpoints import _weights_digest
 
     check_is_fitted(est, "encoder_")
     state = {
@@ -164,7 +164,7 @@ def load_autoencoder(path: str | os.PathLike) -> tuple[Any, Any, str, tuple[int,
     """
     import torch
 
-    from dgpbench.checkpoints import _weights_digest
+    from dgpbench.models.checkpoints import _weights_digest
 
     path = Path(path)
     if not path.is_file():

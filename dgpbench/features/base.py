@@ -1,7 +1,7 @@
 """scikit-learn transformers that turn images into shift-detection features via a trained MLP.
 
 Each transformer holds a trained torch MLP (``model``: an ``nn.Sequential`` of ``nn.Linear``
-and element-wise activations, or a reference of :mod:`dgpbench.model_specs`: a dgpbench
+and element-wise activations, or a reference of :mod:`dgpbench.models.specs`: a dgpbench
 checkpoint, a ``torch.export`` ``.pt2`` file or ``package.module:factory``) and follows the
 paper's recipe (Section 5.2, "Method"): ``fit(X, y)`` computes a *raw representation* of every
 labelled reference image and stores the per-class means; ``transform(X)`` returns, for every
@@ -9,11 +9,11 @@ image, the vector of L2 distances from its raw representation to each class mean
 (``representation="distances"``, the default), or the raw representation itself
 (``representation="raw"``).
 
-Images are ``(N, C, H, W)`` (channels first, as torchvision and :mod:`dgpbench.data` give
+Images are ``(N, C, H, W)`` (channels first, as torchvision and :mod:`dgpbench.data.datasets` give
 them), ``(N, H, W)`` or already flattened ``(N, D)``. A multi-channel batch that looks
 channels-last ``(N, H, W, C)``, or whose shape differs from the image shape a checkpoint
 records, is refused rather than flattened in the wrong pixel order. One scale rule holds for
-arrays and ``.npz`` files (:func:`dgpbench.data.load_npz_images`): ``uint8`` pixels are
+arrays and ``.npz`` files (:func:`dgpbench.data.datasets.load_npz_images`): ``uint8`` pixels are
 divided by 255, any other dtype is taken as given (the scale the model was trained on).
 
 Raw representations:
@@ -28,7 +28,7 @@ Raw representations:
   by default (``representation="softmax"``).
 
 A network whose trailing part is an MLP (e.g. a CNN: convolutions, ``Flatten``, linear
-layers), or a ``(body, head)`` pair, is accepted too (:func:`dgpbench.cnn.split_network`):
+layers), or a ``(body, head)`` pair, is accepted too (:func:`dgpbench.models.cnn.split_network`):
 the body runs in torch and TU, DGP and MAGDiff use the head's activation graphs with the
 body's output as the input layer; Softmax uses the whole network.
 """
@@ -47,19 +47,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import DEVICE_OPTIONS
-from dgpbench.cnn import split_network
-from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
+from dgpbench.models.cnn import split_network
 
-__all__ = [
-    "DGPFeatures",
-    "MAGDiffFeatures",
-    "SoftmaxFeatures",
-    "TUFeatures",
-]
+__all__: list[str] = []  # the shared base of the members; see dgpbench.features
 
 
 #: The workflow's parameters (``dgpbench features``), taken by every representation, here
-#: and in :mod:`dgpbench.representations`: the model and how its forward pass runs.
+#: and in :mod:`dgpbench.features`: the model and how its forward pass runs.
 WORKFLOW_CONSTRAINTS: dict = {
     "model": "no_validation",
     "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -139,9 +133,9 @@ def _expects_channels(module: Any) -> bool:
 
 def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
     """Return the torch module held by ``model`` (a module, a checkpoint or ``.pt2`` path, or
-    ``package.module:factory``; see :mod:`dgpbench.model_specs`) and its input shape when
+    ``package.module:factory``; see :mod:`dgpbench.models.specs`) and its input shape when
     the file tells it."""
-    from dgpbench.model_specs import load_model
+    from dgpbench.models.specs import load_model
 
     return load_model(model)
 
@@ -210,7 +204,9 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
                 f"X has images of shape {tuple(shape[1:])} but the transformer was fitted on "
                 f"images of shape {self.image_shape_}: pass images in the layout used in fit"
             )
-        if getattr(X, "dtype", None) == np.uint8:  # the .npz rule (dgpbench.data): 0-255 pixels
+        if (
+            getattr(X, "dtype", None) == np.uint8
+        ):  # the .npz rule (dgpbench.data.datasets): 0-255 pixels
             X = np.asarray(X).astype(np.float32) / np.float32(255.0)
         out = validate_data(self, X, y, reset=reset, dtype=np.float32)
         with_y = not (isinstance(y, str) and y == "no_validation")
@@ -371,397 +367,3 @@ class _SummaryFeatures(_MLPFeatures):
                 progress=self.progress,
             )
         ]
-
-
-class DGPFeatures(_SummaryFeatures):
-    """Sample-weighted deep graph persistence (DGP) features.
-
-    For each image, the activation graph of the MLP is standardised per layer (optional),
-    made absolute, divided by the sample's global maximum (optional), summarised into the
-    input-by-output matrix S(x) of max-min path values (Algorithm 1), and reduced to the
-    sorted weights of the maximum spanning tree of S(x).
-
-    Parameters
-    ----------
-    model : torch.nn.Sequential or path-like
-        A trained MLP (``nn.Linear`` layers and element-wise activations), a network ending
-        in one (e.g. a CNN) or a ``(body, head)`` pair, the path of a dgpbench checkpoint or
-        of a ``torch.export`` program (``.pt2``), or ``package.module:factory`` (see
-        :mod:`dgpbench.model_specs`).
-    standardize : bool, default=True
-        Standardise each signed layer of the activation graph (subtract its mean, divide by
-        its standard deviation). ``False`` is the ablation "DGP (- norm)".
-    normalize : bool, default=True
-        Divide by the sample's global maximum (the paper's normalisation to [0, 1]).
-    representation : {"distances", "raw"}, default="distances"
-        Return distances to the class means of the reference images, or the raw MST weights.
-    batch_size : int, default=256
-        Samples per chunk (bounds memory).
-    n_jobs : int or None, default=None
-        Threads for the compiled kernels, as in scikit-learn: ``-1`` = all cores, ``-2`` =
-        all but one, ``k >= 1`` = ``k`` threads, ``None`` = the current numba setting (all
-        cores unless an enclosing scope set fewer).
-    progress : bool, default=False
-        Show a tqdm progress bar.
-    device : {"cpu", "cuda", "auto"}, default="cpu"
-        Where the network's forward pass runs (``"auto"``: CUDA if available); the
-        spanning-tree kernels run on the CPU.
-
-    Attributes
-    ----------
-    graph_ : MLPGraph
-        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
-        orientation.
-    input_shape_ : tuple of int or None
-        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
-        sets); image batches must then have exactly this shape.
-    image_shape_ : tuple of int or None
-        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
-        image batches given to ``transform`` must have it.
-    body_ : dgpbench.cnn.NetworkBody or None
-        The torch part before the MLP head (None for an MLP).
-    classes_ : ndarray of shape (n_classes,)
-        Class labels seen in ``fit``.
-    class_means_ : list of one ndarray of shape (n_classes, n_inputs + n_outputs - 1)
-        Mean raw representation per class.
-    n_features_in_ : int
-        Number of input features (pixels).
-
-    See Also
-    --------
-    TUFeatures : the per-layer baseline (Topological Uncertainty).
-    KSShiftDetector : the two-sample test applied to these features.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from dgpbench import DGPFeatures
-    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
-    <torch._C.Generator object at ...>
-    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
-    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
-    >>> DGPFeatures(model).fit(X, y).transform(X).shape
-    (30, 3)
-    """
-
-    _prefix = "dgp"
-    _summary = staticmethod(dgp_representation)
-
-    def __init__(
-        self,
-        model: Any = None,
-        *,
-        standardize: bool = True,
-        normalize: bool = True,
-        representation: str = "distances",
-        batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
-        device: str = "cpu",
-    ) -> None:
-        super().__init__(
-            model,
-            representation=representation,
-            batch_size=batch_size,
-            n_jobs=n_jobs,
-            progress=progress,
-            device=device,
-        )
-        self.standardize = standardize
-        self.normalize = normalize
-
-
-class TUFeatures(_MLPFeatures):
-    """Topological Uncertainty (TU) features (Lacombe et al., 2021).
-
-    Per layer, the sorted maximum-spanning-tree weights of the absolute activation graph
-    ``|a_i W_ij|``; with ``representation="distances"`` the distance vectors to the class
-    means are computed per layer and averaged over layers (as in the paper).
-
-    Parameters
-    ----------
-    model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
-        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
-        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
-    standardize : bool, default=False
-        Standardise each signed layer first: the ablation "TU (+ norm)". As in the authors'
-        code it divides by numpy's ``std()`` (``ddof=0``) + 1e-8, unlike DGP's unbiased one.
-    representation : {"distances", "raw"}, default="distances"
-        Distances to class means, or the raw per-layer MST weights concatenated.
-    batch_size : int, default=256
-        Samples per chunk.
-    n_jobs : int or None, default=None
-        Threads for the compiled kernels (``-1`` = all cores; see :class:`DGPFeatures`).
-    progress : bool, default=False
-        Show a tqdm progress bar.
-    device : {"cpu", "cuda", "auto"}, default="cpu"
-        Where the network's forward pass runs (``"auto"``: CUDA if available); the
-        spanning-tree kernels run on the CPU.
-
-    Attributes
-    ----------
-    graph_ : MLPGraph
-        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
-        orientation.
-    input_shape_ : tuple of int or None
-        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
-        sets); image batches must then have exactly this shape.
-    image_shape_ : tuple of int or None
-        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
-        image batches given to ``transform`` must have it.
-    body_ : dgpbench.cnn.NetworkBody or None
-        The torch part before the MLP head (None for an MLP).
-    classes_ : ndarray of shape (n_classes,)
-        Class labels seen in ``fit``.
-    class_means_ : list of ndarray, one of shape (n_classes, n_l + m_l - 1) per layer
-        Mean raw representation per class and layer.
-    n_features_in_ : int
-        Number of input features.
-
-    See Also
-    --------
-    DGPFeatures : the whole-network alternative proposed in the paper.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from dgpbench import TUFeatures
-    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
-    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
-    >>> TUFeatures(model, representation="raw").fit(X, y).transform(X).shape
-    (30, 15)
-    """
-
-    _prefix = "tu"
-    _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        "standardize": ["boolean"],
-    }
-
-    def __init__(
-        self,
-        model: Any = None,
-        *,
-        standardize: bool = False,
-        representation: str = "distances",
-        batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
-        device: str = "cpu",
-    ) -> None:
-        super().__init__(
-            model,
-            representation=representation,
-            batch_size=batch_size,
-            n_jobs=n_jobs,
-            progress=progress,
-            device=device,
-        )
-        self.standardize = standardize
-
-    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
-        return tu_representation(
-            self.graph_,
-            X,
-            standardize=self.standardize,
-            batch_size=self.batch_size,
-            n_jobs=self.n_jobs,
-            progress=self.progress,
-        )
-
-
-class MAGDiffFeatures(_MLPFeatures):
-    """MAGDiff features (Hensel et al., 2023): the last layer's activation graph.
-
-    The raw representation is the flattened absolute activation graph ``|a_i W_ij|`` of the
-    final linear map (``n_{L-1} * n_outputs`` values), the same graph TU and DGP start from;
-    ``signed=True`` keeps ``a_i W_ij`` signed, as the authors' evaluation code does. For a
-    ReLU network (non-negative ``a_i``) the two differ by a fixed sign per coordinate, so the
-    distances to the class means, and every detection, are the same; with tanh they differ.
-    Features are distances to the class means.
-
-    Parameters
-    ----------
-    model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
-        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
-        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
-    signed : bool, default=False
-        Use the signed last-layer graph (the authors' code; workflow method
-        ``magdiff_signed``) instead of the absolute one (``magdiff``).
-    representation : {"distances", "raw"}, default="distances"
-        Distances to class means, or the flattened activation graph.
-    batch_size : int, default=256
-        Samples per chunk.
-    n_jobs : int or None, default=None
-        Unused (kept for a uniform interface).
-    progress : bool, default=False
-        Unused (the computation is a single matrix product per chunk).
-    device : {"cpu", "cuda", "auto"}, default="cpu"
-        Where the network's forward pass runs (``"auto"``: CUDA if available); the
-        spanning-tree kernels run on the CPU.
-
-    Attributes
-    ----------
-    graph_ : MLPGraph
-        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
-        orientation.
-    input_shape_ : tuple of int or None
-        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
-        sets); image batches must then have exactly this shape.
-    image_shape_ : tuple of int or None
-        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
-        image batches given to ``transform`` must have it.
-    body_ : dgpbench.cnn.NetworkBody or None
-        The torch part before the MLP head (None for an MLP).
-    classes_ : ndarray of shape (n_classes,)
-        Class labels seen in ``fit``.
-    class_means_ : list of one ndarray of shape (n_classes, n_{L-1} * n_outputs)
-        Mean raw representation per class.
-    n_features_in_ : int
-        Number of input features.
-
-    See Also
-    --------
-    DGPFeatures, TUFeatures
-
-    Examples
-    --------
-    >>> import torch
-    >>> from dgpbench import MAGDiffFeatures
-    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
-    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
-    >>> MAGDiffFeatures(model).fit(X, y).transform(X).shape
-    (30, 3)
-    """
-
-    _prefix = "magdiff"
-    _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        "signed": ["boolean"],
-    }
-
-    def __init__(
-        self,
-        model: Any = None,
-        *,
-        signed: bool = False,
-        representation: str = "distances",
-        batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
-        device: str = "cpu",
-    ) -> None:
-        super().__init__(
-            model,
-            representation=representation,
-            batch_size=batch_size,
-            n_jobs=n_jobs,
-            progress=progress,
-            device=device,
-        )
-        self.signed = signed
-
-    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
-        return [
-            magdiff_representation(self.graph_, X, signed=self.signed, batch_size=self.batch_size)
-        ]
-
-
-class SoftmaxFeatures(_MLPFeatures):
-    """Softmax outputs of the model (BBSD, Rabanser et al., 2019).
-
-    Parameters
-    ----------
-    model : torch.nn.Sequential or path-like
-        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
-        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
-        ``package.module:factory`` (see :mod:`dgpbench.model_specs`).
-    representation : {"softmax", "distances"}, default="softmax"
-        The softmax vector itself (the paper's baseline), or its distances to the class
-        means of the reference images.
-    batch_size : int, default=256
-        Samples per chunk.
-    n_jobs : int or None, default=None
-        Unused (kept for a uniform interface).
-    progress : bool, default=False
-        Unused.
-    device : {"cpu", "cuda", "auto"}, default="cpu"
-        Where the network's forward pass runs (``"auto"``: CUDA if available); the
-        spanning-tree kernels run on the CPU.
-
-    Attributes
-    ----------
-    graph_ : MLPGraph
-        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
-        orientation.
-    input_shape_ : tuple of int or None
-        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
-        sets); image batches must then have exactly this shape.
-    image_shape_ : tuple of int or None
-        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
-        image batches given to ``transform`` must have it.
-    body_ : dgpbench.cnn.NetworkBody or None
-        The torch part before the MLP head (None for an MLP).
-    classes_ : ndarray of shape (n_classes,)
-        Class labels seen in ``fit``.
-    class_means_ : list of one ndarray of shape (n_classes, n_outputs)
-        Mean softmax vector per class.
-    n_features_in_ : int
-        Number of input features.
-
-    See Also
-    --------
-    DGPFeatures
-
-    Examples
-    --------
-    >>> import numpy as np, torch
-    >>> from dgpbench import SoftmaxFeatures
-    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
-    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
-    >>> P = SoftmaxFeatures(model).fit(X, y).transform(X)
-    >>> P.shape, bool(np.allclose(P.sum(axis=1), 1.0))
-    ((30, 3), True)
-    """
-
-    _prefix = "softmax"
-    _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        "representation": [StrOptions({"softmax", "distances"})],
-    }
-
-    def __init__(
-        self,
-        model: Any = None,
-        *,
-        representation: str = "softmax",
-        batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
-        device: str = "cpu",
-    ) -> None:
-        super().__init__(
-            model,
-            representation=representation,
-            batch_size=batch_size,
-            n_jobs=n_jobs,
-            progress=progress,
-            device=device,
-        )
-
-    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
-        bs = self.batch_size
-        logits = np.concatenate(
-            [self.graph_.forward(X[i : i + bs]) for i in range(0, len(X), bs)]
-        ).astype(np.float64)
-        logits -= logits.max(axis=1, keepdims=True)
-        p = np.exp(logits)
-        return [p / p.sum(axis=1, keepdims=True)]
-
-    def _raw_names(self) -> list[str]:
-        return [f"softmax_p{k}" for k in range(self.graph_.n_outputs)]
-
-
-# The paper's methods and ablation variants, by the names the config and tables use.

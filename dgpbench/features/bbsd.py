@@ -1,6 +1,6 @@
 """Black-box shift detection (BBSD, Lipton et al. 2018; "Failing loudly"): the classifier's output.
 
-* ``bbsds`` (soft): the softmax vector, :class:`dgpbench.features.SoftmaxFeatures`;
+* ``bbsds`` (soft): the softmax vector, :class:`dgpbench.features.softmax.SoftmaxFeatures`;
 * ``bbsdh`` (hard): the predicted class, :class:`BBSDhFeatures`, an ``(n, 1)`` integer column
   for :class:`dgpbench.detectors.ChiSquareShiftDetector`.
 """
@@ -13,8 +13,9 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dgpbench._compat import _fit_context
-from dgpbench.cnn import split_network
-from dgpbench.features import WORKFLOW_CONSTRAINTS, SoftmaxFeatures, _load_model, _MLPFeatures
+from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _load_model, _MLPFeatures
+from dgpbench.features.softmax import SoftmaxFeatures
+from dgpbench.models.cnn import split_network
 
 __all__ = ["BBSDhFeatures", "SoftmaxFeatures"]
 
@@ -38,7 +39,7 @@ class BBSDhFeatures(_MLPFeatures):
     ----------
     graph_ : MLPGraph
         The model's MLP part.
-    body_ : dgpbench.cnn.NetworkBody or None
+    body_ : dgpbench.models.cnn.NetworkBody or None
         The torch part before the MLP head.
     classes_ : ndarray of shape (n_outputs,)
         The output indices ``0 .. n_outputs - 1`` (the values ``transform`` returns).

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from dgpbench.features import _SummaryFeatures
+from dgpbench.features.base import _SummaryFeatures
 from dgpbench.topology._kernels import _global_max, _summary_t
 from dgpbench.topology.activation import _summary_rows
 
@@ -115,12 +115,12 @@ class DGPApproxFeatures(_SummaryFeatures):
     representation : {"distances", "raw"}, default="distances"
         Distances to the class means (the protocol's features) or the raw maxima.
     batch_size, n_jobs, progress, device
-        As for :class:`dgpbench.features.DGPFeatures`.
+        As for :class:`dgpbench.features.dgp.DGPFeatures`.
 
     Attributes
     ----------
     graph_, input_shape_, body_, classes_, n_features_in_
-        As for :class:`dgpbench.features.DGPFeatures`.
+        As for :class:`dgpbench.features.dgp.DGPFeatures`.
     class_means_ : list of one ndarray of shape (n_classes, n_inputs + n_outputs)
         Mean raw representation per class.
 

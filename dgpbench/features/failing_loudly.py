@@ -1,6 +1,6 @@
 """The representations of "Failing loudly" and ``dgp_approx`` by their workflow names.
 
-:mod:`dgpbench.methods` adds these entries to its ``METHODS`` registry, so
+:mod:`dgpbench.features.registry` adds these entries to its ``METHODS`` registry, so
 ``make_features(name, model, **params)`` and ``dgpbench features --method NAME`` know them.
 """
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from dgpbench.features.autoencoders import TAEFeatures, UAEFeatures
+from dgpbench.features.bbsd import BBSDhFeatures, SoftmaxFeatures
+from dgpbench.features.dgp_approx import DGPApproxFeatures
+from dgpbench.features.reductions import NoRedFeatures, PCAFeatures, SRPFeatures
 from dgpbench.labels import METHOD_LABELS
-from dgpbench.representations.autoencoders import TAEFeatures, UAEFeatures
-from dgpbench.representations.bbsd import BBSDhFeatures, SoftmaxFeatures
-from dgpbench.representations.dgp_approx import DGPApproxFeatures
-from dgpbench.representations.reductions import NoRedFeatures, PCAFeatures, SRPFeatures
 
 __all__ = ["REPRESENTATIONS"]
 

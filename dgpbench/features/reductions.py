@@ -18,7 +18,7 @@ from sklearn.random_projection import SparseRandomProjection
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, _fit_context
-from dgpbench.features import WORKFLOW_CONSTRAINTS, _flatten_images
+from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _flatten_images
 
 __all__ = ["NoRedFeatures", "PCAFeatures", "SRPFeatures", "flatten_images", "variance_dimension"]
 
@@ -26,7 +26,7 @@ __all__ = ["NoRedFeatures", "PCAFeatures", "SRPFeatures", "flatten_images", "var
 def flatten_images(X: Any) -> np.ndarray:
     """Images ``(N, C, H, W)`` / ``(N, H, W)`` (numpy or torch) or rows ``(N, D)`` -> ``(N, D)``.
 
-    Channels-first order, as :mod:`dgpbench.data` and the MLP transformers use.
+    Channels-first order, as :mod:`dgpbench.data.datasets` and the MLP transformers use.
     """
     return _flatten_images(X)
 

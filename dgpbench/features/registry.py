@@ -1,7 +1,7 @@
 """The feature methods by name: the paper's maps, Failing loudly's representations, custom ones.
 
-This registry sits above :mod:`dgpbench.features` (the paper's transformers) and
-:mod:`dgpbench.representations` (which subclass them), so imports run one way:
+This registry sits above :mod:`dgpbench.features.base` (the paper's transformers) and
+:mod:`dgpbench.features` (which subclass them), so imports run one way:
 ``methods -> representations -> features``.
 """
 
@@ -12,15 +12,13 @@ import inspect
 import re
 from typing import Any
 
-from dgpbench.features import (
-    DGPFeatures,
-    MAGDiffFeatures,
-    SoftmaxFeatures,
-    TUFeatures,
-    _MLPFeatures,
-)
+from dgpbench.features.base import _MLPFeatures
+from dgpbench.features.dgp import DGPFeatures
+from dgpbench.features.failing_loudly import REPRESENTATIONS
+from dgpbench.features.magdiff import MAGDiffFeatures
+from dgpbench.features.softmax import SoftmaxFeatures
+from dgpbench.features.tu import TUFeatures
 from dgpbench.labels import METHOD_LABELS
-from dgpbench.representations.registry import REPRESENTATIONS
 
 __all__ = ["METHODS", "load_method_class", "make_features"]
 
@@ -37,7 +35,7 @@ METHODS: dict[str, tuple[type[_MLPFeatures], dict[str, Any], str]] = {
         ("dgp", DGPFeatures, {"standardize": True}),
     )
 }
-# "Failing loudly"'s representations and dgp_approx (dgpbench.representations).
+# "Failing loudly"'s representations and dgp_approx (dgpbench.features).
 METHODS.update(REPRESENTATIONS)
 
 
@@ -72,12 +70,12 @@ def load_method_class(spec: str) -> type:
 
     Examples
     --------
-    >>> load_method_class("dgpbench.features:DGPFeatures").__name__
+    >>> load_method_class("dgpbench.features.base:DGPFeatures").__name__
     'DGPFeatures'
-    >>> load_method_class("dgpbench.methods:make_features")
+    >>> load_method_class("dgpbench.features.registry:make_features")
     Traceback (most recent call last):
     ...
-    ValueError: method 'dgpbench.methods:make_features': make_features is not a class
+    ValueError: method 'dgpbench.features.registry:make_features': make_features is not a class
     """
     match = _CUSTOM_RE.fullmatch(spec)
     if match is None:

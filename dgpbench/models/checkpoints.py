@@ -4,7 +4,7 @@ A checkpoint is a ``torch.save`` archive of plain values only (read back with
 ``torch.load(weights_only=True)``, which never runs code): ``format`` (``"dgpbench-mlp"``),
 ``version``, ``meta`` (the architecture as a dict with its ``kind``, ``"mlp"`` or ``"cnn"``,
 plus training metadata) and ``state_dict``, with ``weights_sha256`` over the weights.
-:func:`load_checkpoint` rebuilds the network from :mod:`dgpbench.architectures`.
+:func:`load_checkpoint` rebuilds the network from :mod:`dgpbench.models.architectures`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from dgpbench.architectures import model_arch
 from dgpbench.io import atomic_path
+from dgpbench.models.architectures import model_arch
 from dgpbench.npz import check_zip_archive
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
     model : torch.nn.Module
         The network; its ``state_dict`` is stored.
     meta : dict
-        Must contain ``"arch"`` (an :class:`ArchConfig`, a :class:`dgpbench.architectures.CNNConfig`,
+        Must contain ``"arch"`` (an :class:`ArchConfig`, a :class:`dgpbench.models.architectures.CNNConfig`,
         or the dict of one with ``"kind"``) so the file can be loaded without the training
         code; the model kind is stored as ``"kind"``. May contain ``train_config``, ``dataset``, ``epoch``,
         ``metrics``... (plain values, dataclasses, tuples and paths are converted).
@@ -125,7 +125,7 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
 
 
 _ACCEPTED = (
-    "Accepted: a checkpoint written by dgpbench.models.save_checkpoint or `dgpbench train`, "
+    "Accepted: a checkpoint written by dgpbench.models.train.save_checkpoint or `dgpbench train`, "
     "a torch.export program saved with torch.export.save (.pt2), "
     "'package.module:factory' (a function returning the module; runs that code), "
     "or, in Python, the trained torch.nn.Sequential itself"

@@ -21,11 +21,11 @@ The body runs in float32 (torch's fast kernels; deterministic cuDNN on a GPU) on
 fixed :attr:`NetworkBody.chunk` images, the last one padded with zeros: every sample goes
 through the same kernel call shape whatever batch it comes in, so its body output, and hence
 its features, do not depend on the batch (measured bit-identical; tests/test_cnn.py checks it).
-The head keeps the batch-independent MLP forward pass of :class:`dgpbench.graphs.MLPGraph`.
+The head keeps the batch-independent MLP forward pass of :class:`dgpbench.topology.graphs.MLPGraph`.
 
 :class:`CNNConfig` is the workflow's small CNN family (``models.kind: cnn``), defined in
-:mod:`dgpbench.architectures` and re-exported here with :func:`build_cnn`. It trains with the
-MLPs' protocol (:func:`dgpbench.models.train_mlp`) and its checkpoints store ``kind: cnn``.
+:mod:`dgpbench.models.architectures` and re-exported here with :func:`build_cnn`. It trains with the
+MLPs' protocol (:func:`dgpbench.models.train.train_mlp`) and its checkpoints store ``kind: cnn``.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ import torch
 from torch import nn
 
 from dgpbench._device import resolve_device
-from dgpbench.architectures import CNNConfig, ImageReshape, build_cnn
-from dgpbench.graphs import MLPGraph, _activation_name, _flatten_sequential
+from dgpbench.models.architectures import CNNConfig, ImageReshape, build_cnn
+from dgpbench.topology.graphs import MLPGraph, _activation_name, _flatten_sequential
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ and rebuilds the network from the graph, which must be one chain of supported AT
 
 Anything else (another operator, a branch, a buffer, a constant) is refused with an error
 naming it: re-export the model as an ``nn.Sequential`` of these layers, or pass it as
-``package.module:factory`` (see :mod:`dgpbench.model_specs`).
+``package.module:factory`` (see :mod:`dgpbench.models.specs`).
 """
 
 from __future__ import annotations

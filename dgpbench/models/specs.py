@@ -7,7 +7,7 @@ accepts
 * the path of a **dgpbench checkpoint** (``.pt`` from ``dgpbench train``; read with
   ``torch.load(weights_only=True)``);
 * the path of a **torch.export program** (``.pt2`` from ``torch.export.save``; read by
-  :func:`dgpbench.exported.load_exported`, which runs no code from the file);
+  :func:`dgpbench.models.exported.load_exported`, which runs no code from the file);
 * ``package.module:factory``: a callable returning the ``torch.nn.Module`` (called with no
   arguments; the module must be importable, i.e. installed or on ``PYTHONPATH``). Importing
   and calling it **runs that code**: name only modules you trust.
@@ -104,11 +104,11 @@ def load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
         return model, None
     path = Path(model)
     if path.suffix == ".pt2":
-        from dgpbench.exported import load_exported
+        from dgpbench.models.exported import load_exported
 
         return load_exported(path)
-    from dgpbench.data import DATASETS, image_shape
-    from dgpbench.models import load_checkpoint, model_arch
+    from dgpbench.data.datasets import DATASETS, image_shape
+    from dgpbench.models.train import load_checkpoint, model_arch
 
     module, meta = load_checkpoint(path)
     dataset = meta.get("dataset")

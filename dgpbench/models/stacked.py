@@ -1,7 +1,7 @@
 """Several seeds of one MLP architecture, trained at once as one stacked model.
 
 :func:`train_mlp_seeds` trains ``S`` MLPs that differ only in their seed, each exactly as
-:func:`dgpbench.models.train_mlp` would: the same initial weights, the same batch order and
+:func:`dgpbench.models.train.train_mlp` would: the same initial weights, the same batch order and
 its own Adam state, all derived from its seed by the same streams. The ``S`` weight matrices
 of a layer are stacked into one ``(S, n_in, n_out)`` tensor and every step runs batched
 matrix products over the ``S`` minibatches (:class:`StackedMLP`), so the per-step cost of
@@ -21,7 +21,7 @@ tolerance, not bit for bit. A stacked run is deterministic: the same seeds, conf
 and device give bit-identical checkpoints.
 
 Every seed gets the files ``train_mlp`` writes (``split.npz``, ``metrics.csv``,
-checkpoints; see :mod:`dgpbench.models`) in its own folder, with the same metadata; the
+checkpoints; see :mod:`dgpbench.models.train`) in its own folder, with the same metadata; the
 ``seconds`` column is the wall time of the joint run. Batch-norm and dropout models stack
 too: batch norm normalises each seed's own batch with its own statistics, and each seed's
 dropout masks come from its own generator, seeded and drawn as ``train_mlp`` draws them on
@@ -46,7 +46,7 @@ from torch.nn import functional as F
 
 from dgpbench._device import resolve_device
 from dgpbench._validation import check_int
-from dgpbench.models import (
+from dgpbench.models.train import (
     _EPOCH_LINE,
     ACTIVATIONS,
     ArchConfig,
@@ -81,7 +81,7 @@ class StackedMLP(nn.Module):
     Parameters
     ----------
     models : sequence of torch.nn.Sequential
-        Networks of :func:`dgpbench.models.build_mlp` with the same sizes (``Linear``,
+        Networks of :func:`dgpbench.models.train.build_mlp` with the same sizes (``Linear``,
         optionally ``BatchNorm1d``, the activation, optionally ``Dropout``, ..., ``Linear``);
         their current weights (and batch-norm statistics) are copied.
     activation : {"relu", "tanh"}
@@ -114,7 +114,7 @@ class StackedMLP(nn.Module):
 
     Examples
     --------
-    >>> from dgpbench.models import build_mlp
+    >>> from dgpbench.models.train import build_mlp
     >>> nets = [build_mlp(4, 3, 2, 2, generator=torch.Generator().manual_seed(s)) for s in (0, 1)]
     >>> stacked = StackedMLP(nets, "relu")
     >>> x = torch.rand(5, 4)
@@ -320,7 +320,7 @@ def train_mlp_seeds(
     seeds : sequence of int
         Distinct non-negative model seeds.
     out_dirs : sequence of path-like
-        One distinct folder per seed, for what :func:`dgpbench.models.train_mlp` would write
+        One distinct folder per seed, for what :func:`dgpbench.models.train.train_mlp` would write
         there with ``seed=seeds[k]``.
     dataset : str, optional
         Data set name stored in the checkpoints.
@@ -347,7 +347,7 @@ def train_mlp_seeds(
 
     See Also
     --------
-    dgpbench.models.train_mlp : one model.
+    dgpbench.models.train.train_mlp : one model.
     """
     from dgpbench.progress import Progress
 

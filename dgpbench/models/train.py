@@ -1,8 +1,8 @@
 """MLPs, their training loop and their checkpoints.
 
 The architectures (:class:`ArchConfig`, :func:`build_mlp`) live in
-:mod:`dgpbench.architectures` and the checkpoint files (:func:`save_checkpoint`,
-:func:`load_checkpoint`) in :mod:`dgpbench.checkpoints`; both are re-exported here.
+:mod:`dgpbench.models.architectures` and the checkpoint files (:func:`save_checkpoint`,
+:func:`load_checkpoint`) in :mod:`dgpbench.models.checkpoints`; both are re-exported here.
 
 Training (:func:`train_mlp`) follows the authors' scripts: Adam (betas 0.9/0.999, eps 1e-8,
 no weight decay), batch 32, 40 epochs, cross-entropy; a stratified ``val_fraction`` of the
@@ -10,7 +10,7 @@ training images (fixed by ``split_seed``, the same for every model seed) is held
 evaluated at every checkpoint, i.e. every ``1/checkpoints_per_epoch`` epoch.
 Use :func:`shift_detection_config` (lr 3e-4, 80/20 split, keep the last checkpoint) or
 :func:`analysis_config` (lr 0.003, every quarter epoch kept) for the paper's two settings.
-:func:`dgpbench.training.train_mlp_seeds` trains several seeds of one architecture at once
+:func:`dgpbench.models.stacked.train_mlp_seeds` trains several seeds of one architecture at once
 and writes each seed what :func:`train_mlp` would.
 
 Output folder of one run::
@@ -47,8 +47,15 @@ from torch.nn import functional as F
 
 from dgpbench._device import resolve_device
 from dgpbench._validation import as_float_array, check_int
-from dgpbench.architectures import ACTIVATIONS, ArchConfig, _check_arch, build_mlp, model_arch
-from dgpbench.checkpoints import (
+from dgpbench.io import atomic_path, save_npz
+from dgpbench.models.architectures import (
+    ACTIVATIONS,
+    ArchConfig,
+    _check_arch,
+    build_mlp,
+    model_arch,
+)
+from dgpbench.models.checkpoints import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
     checkpoint_name,
@@ -56,7 +63,6 @@ from dgpbench.checkpoints import (
     load_checkpoint,
     save_checkpoint,
 )
-from dgpbench.io import atomic_path, save_npz
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +289,7 @@ def _training_data(
     if y.min() < 0 or y.max() >= arch.n_classes:
         raise ValueError(f"y_train must lie in [0, {arch.n_classes}), found [{y.min()}, {y.max()}]")
 
-    from dgpbench.data import stratified_choice
+    from dgpbench.data.datasets import stratified_choice
 
     n_val = round(config.val_fraction * len(y))
     if n_val:
@@ -440,10 +446,10 @@ def train_mlp(
     ----------
     x_train : array-like of shape (N, ...) in [0, 1]
         Training images (flattened here), e.g. the train split from
-        :func:`dgpbench.data.load_dataset`. ``val_fraction`` of them are held out.
+        :func:`dgpbench.data.datasets.load_dataset`. ``val_fraction`` of them are held out.
     y_train : array-like of shape (N,)
         Integer labels in ``[0, arch.n_classes)``.
-    arch : ArchConfig, dgpbench.cnn.CNNConfig or dict
+    arch : ArchConfig, dgpbench.models.cnn.CNNConfig or dict
         The architecture (a dict is an MLP's); ``n_inputs`` must equal the flattened image
         size.
     config : TrainConfig, optional
@@ -475,7 +481,7 @@ def train_mlp(
 
     See Also
     --------
-    dgpbench.training.train_mlp_seeds : several seeds of one architecture at once.
+    dgpbench.models.stacked.train_mlp_seeds : several seeds of one architecture at once.
     """
     from dgpbench.progress import Progress
 

@@ -5,7 +5,7 @@ A knock-out shift removes a fraction of one class from the test distribution (Ra
 their small, medium and large shifts). It changes *which* clean images a test batch holds,
 not their pixels, so there are no corrupted twins and no features beyond the clean ones.
 
-How it fits the protocol (:mod:`dgpbench.protocol`). The test images of one (seed, class) lose
+How it fits the protocol (:mod:`dgpbench.paper.protocol`). The test images of one (seed, class) lose
 the first ``ceil(fraction * n_class)`` images of the knocked-out class in a fixed random order
 (:func:`knockout_pool`: the removed sets are nested, intensity I inside II ...), leaving the
 *pool*. A draw for sample size ``n`` and ratio ``delta`` then takes ``round(delta * n)`` test
@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from dgpbench._validation import as_float_array, check_int
-from dgpbench.detection import CORRECTIONS, _check_no_constant_features
-from dgpbench.protocol import (
+from dgpbench.detectors.ks import CORRECTIONS, _check_no_constant_features
+from dgpbench.paper.protocol import (
     DELTAS,
     NS,
     DrawIndices,
@@ -223,7 +223,7 @@ def label_shift_detection(
     intensities : iterable of int, default=(1, ..., 6)
         Knock-out intensities (:data:`KNOCKOUT_FRACTIONS`).
     ns, deltas, n_draws, seed, alpha, correction
-        As in :func:`dgpbench.protocol.bootstrap_detection`.
+        As in :func:`dgpbench.paper.protocol.bootstrap_detection`.
     knocked_class : int, default=0
         The class knocked out.
 

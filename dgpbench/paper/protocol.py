@@ -38,7 +38,7 @@ import pandas as pd
 from scipy.stats import ks_2samp, norm
 
 from dgpbench._validation import as_float_array, check_int
-from dgpbench.detection import CORRECTIONS, _check_no_constant_features, _decide
+from dgpbench.detectors.ks import CORRECTIONS, _check_no_constant_features, _decide
 
 logger = logging.getLogger(__name__)
 
@@ -219,7 +219,7 @@ def bootstrap_detection(
     alpha : float, default=0.05
         Significance level, in (0, 1).
     correction : {"bonferroni", "fdr"} or None, default="bonferroni"
-        Multiple-test correction, as in :class:`dgpbench.detection.KSShiftDetector`.
+        Multiple-test correction, as in :class:`dgpbench.detectors.ks.KSShiftDetector`.
 
     Returns
     -------

@@ -36,7 +36,7 @@ from dgpbench.labels import (
     method_order,
     not_computed,
 )
-from dgpbench.protocol import detection_ratio
+from dgpbench.paper.protocol import detection_ratio
 from dgpbench.tables import tex_escape, to_html, to_latex, to_markdown
 
 log = logging.getLogger(__name__)

@@ -17,11 +17,11 @@ name                                   definition
 ``only_zero_shift+medium_img_shift``   class 0 only, then medium image shift on a fraction
 =====================================  ==================================================
 
-How they relate to dgpbench's own codes: ``GN`` (:mod:`dgpbench.corruptions`) is the same
+How they relate to dgpbench's own codes: ``GN`` (:mod:`dgpbench.shifts.corruptions`) is the same
 clipped noise with the DGP paper's six standard deviations and the protocol's ``delta`` in
 place of the fraction; ``RO``/``ZO``/``TR``/``SH`` take Rabanser et al.'s magnitudes but apply
 one transformation at its full magnitude, while their image shifts here draw all of them at
-random at once, with flips; ``KO`` (:mod:`dgpbench.label_shift`) is ``ko_shift`` on the
+random at once, with flips; ``KO`` (:mod:`dgpbench.paper.label_shift`) is ``ko_shift`` on the
 protocol's grid. Those codes are unchanged.
 
 Randomness: shift ``s`` at fraction ``f`` with seed ``seed`` draws from

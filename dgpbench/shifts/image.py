@@ -20,7 +20,7 @@ The map ``rotation · shift · shear · zoom`` (Keras's order), taken about the 
 ``(H/2 - 0.5, W/2 - 0.5)``, sends output coordinates to input coordinates and is applied with
 ``scipy.ndimage.affine_transform(order=1, mode="nearest")`` per channel, as Keras does.
 
-Shear is read in radians, as dgpbench's ``SH`` code does (see :mod:`dgpbench.corruptions`):
+Shear is read in radians, as dgpbench's ``SH`` code does (see :mod:`dgpbench.shifts.corruptions`):
 Keras releases of 2018 onwards read ``shear_range`` in degrees, in which 0.1-0.3 would be
 invisible; the unit Rabanser et al.'s Keras used is not recorded.
 """

@@ -5,7 +5,7 @@
 test set, so the pool shrinks and class 0 is under-represented; ``only_zero_shift`` removes
 every other class entirely (a pool of class 0 alone). Images are never altered.
 
-dgpbench's ``KO`` code (:mod:`dgpbench.label_shift`) is the same removal arranged for the
+dgpbench's ``KO`` code (:mod:`dgpbench.paper.label_shift`) is the same removal arranged for the
 paper's protocol (six intensities, a share ``delta`` of each batch from the knocked-out pool,
 no even rounding); this module is Rabanser et al.'s own, with their rounding.
 """

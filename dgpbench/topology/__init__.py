@@ -2,7 +2,7 @@
 
 Three layers, as in giotto-tda: private numba kernels (``_kernels``) that only loop; public
 functions here that validate their inputs and allocate outputs; the scikit-learn
-transformers in :mod:`dgpbench.features` on top.
+transformers in :mod:`dgpbench.features.base` on top.
 
 All matrices are in graph orientation: rows are input nodes, columns output nodes, i.e.
 shape ``(n_in, n_out)`` = torch's ``Linear.weight.T``.

@@ -25,10 +25,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
-from dgpbench.graphs import MLPGraph
 from dgpbench.topology._kernels import _dgp_batch, _tu_batch
 from dgpbench.topology._threads import numba_threads
 from dgpbench.topology.dgp import STD_EPS
+from dgpbench.topology.graphs import MLPGraph
 
 log = logging.getLogger(__name__)
 
@@ -349,7 +349,7 @@ def _summary_rows(
 
     ``kernel`` has :func:`~dgpbench.topology._kernels._dgp_batch`'s signature and writes
     ``width`` float32 values per sample: the MST weights for DGP, the row and column maxima
-    for :mod:`dgpbench.representations.dgp_approx`. ``X`` is already checked.
+    for :mod:`dgpbench.features.dgp_approx`. ``X`` is already checked.
     """
     if standardize:
         _check_standardizable(graph)

@@ -2,7 +2,7 @@
 
 :func:`stacked_persistence` is what :func:`dgpbench.analysis.weights.layer_nps` and
 :func:`deep_graph_persistence` compute for one network, for ``S`` networks whose weights
-are stacked (``(S, n_l, n_{l+1})`` per layer, as :class:`dgpbench.training.StackedMLP`
+are stacked (``(S, n_l, n_{l+1})`` per layer, as :class:`dgpbench.models.stacked.StackedMLP`
 holds them). The element-wise steps (absolute values, network maximum, per-layer
 standardisation) run vectorised over the stack; every spanning tree -- one per network and
 layer for NP, one of the summary matrix per network for DGP -- is then computed by one

@@ -2,7 +2,7 @@
 # analysis MLPs ──analysis_train (all seeds of an architecture at once)──▶ model.pt + curves.csv
 #   ──analysis_models / analysis_curves──▶ models.csv, curves.csv.gz ──▶ targets 1, 2, 6, 7, 9
 # regulariser MLPs ──analysis_train_regulariser (all seeds of a kind at once)──▶ target 8;   synthetic matrices: targets 3-5
-# Every rule calls one `dgpbench analysis TARGET` (see dgpbench/analysis/steps.py for the
+# Every rule calls one `dgpbench analysis TARGET` (see dgpbench/cli/analysis.py for the
 # files each writes). Configuration: the `analysis:` section of the config, read and checked
 # in analysis_common.smk.
 

@@ -3,7 +3,7 @@
 import itertools
 import re
 
-from dgpbench.architectures import ArchConfig
+from dgpbench.models.architectures import ArchConfig
 
 AN = config["analysis"]
 AN_RESULTS = f"{RESULTS}/analysis"

@@ -9,7 +9,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 from snakemake.utils import validate
 
-from dgpbench.config import check_config, schema_error
+from dgpbench.cli.config import check_config, schema_error
 from dgpbench.naming import MODEL_ID_PATTERN, USER_MODEL_ID_PATTERN, model_id, model_id_template, parse_model_id
 
 SCHEMA = Path(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
@@ -142,7 +142,7 @@ def model_argument(wildcards):
 
 
 def is_factory_reference(reference):
-    """``package.module:factory`` and not an existing file (dgpbench.model_specs' rule)."""
+    """``package.module:factory`` and not an existing file (dgpbench.models.specs' rule)."""
     pattern = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*"
     return re.fullmatch(pattern, reference) is not None and not Path(reference).exists()
 
@@ -171,7 +171,7 @@ def check_custom_methods():
         custom = [name for name in names if ":" in name]
         if not custom:
             continue
-        from dgpbench.methods import load_method_class  # loads torch: only when needed
+        from dgpbench.features.registry import load_method_class  # loads torch: only when needed
 
         for name in custom:
             try:

@@ -1,7 +1,7 @@
 # Failing loudly's grid (Rabanser et al., NeurIPS 2019) with DGP, TU and MAGDiff beside its
 # detectors: target `failing_loudly` (the default target with config/failing_loudly.yaml).
 # pools -> shifts -> representations -> draws per method -> tables, summary, figures; every
-# rule one `dgpbench fl-*` subcommand (dgpbench/fl_steps.py). Models come from the train
+# rule one `dgpbench fl-*` subcommand (dgpbench/cli/failing_loudly.py). Models come from the train
 # rules (`models`: the CNN family and the MLPs). docs/failing-loudly.md explains the grid.
 
 

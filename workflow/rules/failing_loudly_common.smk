@@ -1,6 +1,6 @@
 # Configuration and helpers of Failing loudly's grid (failing_loudly.smk's rules).
 # Nothing here runs a job.
-from dgpbench.fl_toolbox import MODEL_FREE
+from dgpbench.failing_loudly.toolbox import MODEL_FREE
 from dgpbench.shifts import SHIFTS as FL_ALL_SHIFTS
 from dgpbench.shifts.adversarial import max_epsilon_for
 

@@ -1,6 +1,6 @@
 """Published vs reproduced for the paper's numeric tables beyond Table 1.
 
-Table 1 has its own comparison (:mod:`dgpbench.comparison`, ``comparison_table1``). This
+Table 1 has its own comparison (:mod:`dgpbench.paper.comparisons.table1`, ``comparison_table1``). This
 package compares the other five published tables, shipped in :mod:`dgpbench.resources`,
 with what a run computed; one module per table, the shared machinery in ``core``:
 

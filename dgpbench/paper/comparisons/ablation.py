@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from dgpbench.comparisons.core import TableSpec, best_agrees
+from dgpbench.paper.comparisons.core import TableSpec, best_agrees
 
 __all__ = ["SPEC", "reproduced"]
 
@@ -43,7 +43,7 @@ def reproduced(records: pd.DataFrame, deltas: Iterable[float] | None = None) -> 
     pandas.DataFrame
         ``dataset, corruption, n, method, ours, ci_low, ci_high, n_draws`` (percent).
     """
-    from dgpbench.comparison import reproduced_cells
+    from dgpbench.paper.comparisons.table1 import reproduced_cells
 
     cells = reproduced_cells(records, deltas)
     return cells.rename(

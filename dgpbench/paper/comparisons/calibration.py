@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dgpbench.comparisons.core import TableSpec
+from dgpbench.paper.comparisons.core import TableSpec
 
 __all__ = ["SPEC", "reproduced"]
 
@@ -50,7 +50,7 @@ def reproduced(records: pd.DataFrame) -> pd.DataFrame:
         ``dataset, n, method, ours, ci_low, ci_high, n_draws`` (percent, Wilson interval).
     """
     from dgpbench.labels import dataset_label, method_label
-    from dgpbench.reporting import clean_records, detection_cells, paper_records
+    from dgpbench.paper.reporting import clean_records, detection_cells, paper_records
 
     rec = clean_records(paper_records(records))
     columns = ["dataset", "n", "method", "ours", "ci_low", "ci_high", "n_draws"]

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dgpbench.comparisons.core import TableSpec, sign_agrees
+from dgpbench.paper.comparisons.core import TableSpec, sign_agrees
 
 __all__ = ["SPEC", "reproduced"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dgpbench.comparisons.core import TableSpec
+from dgpbench.paper.comparisons.core import TableSpec
 
 __all__ = ["SPEC", "reproduced"]
 

@@ -33,7 +33,7 @@ import pandas as pd
 
 from dgpbench.io import write_csv, write_text
 from dgpbench.labels import DATASET_LABELS, METHOD_LABELS, dataset_label, method_label
-from dgpbench.reporting import CORRUPTION_ORDER, detection_cells, paper_records, shift_records
+from dgpbench.paper.reporting import CORRUPTION_ORDER, detection_cells, paper_records, shift_records
 from dgpbench.tables import to_markdown
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,110 @@
+"""Softmax (BBSD) features: the network's softmax output."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dgpbench._compat import StrOptions
+from dgpbench.features.base import _MLPFeatures
+
+__all__ = ["SoftmaxFeatures"]
+
+
+class SoftmaxFeatures(_MLPFeatures):
+    """Softmax outputs of the model (BBSD, Rabanser et al., 2019).
+
+    Parameters
+    ----------
+    model : torch.nn.Sequential or path-like
+        A trained MLP, a network ending in one, a ``(body, head)`` pair, the path of a
+        dgpbench checkpoint or of a ``torch.export`` program (``.pt2``), or
+        ``package.module:factory`` (see :mod:`dgpbench.models.specs`).
+    representation : {"softmax", "distances"}, default="softmax"
+        The softmax vector itself (the paper's baseline), or its distances to the class
+        means of the reference images.
+    batch_size : int, default=256
+        Samples per chunk.
+    n_jobs : int or None, default=None
+        Unused (kept for a uniform interface).
+    progress : bool, default=False
+        Unused.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where the network's forward pass runs (``"auto"``: CUDA if available); the
+        spanning-tree kernels run on the CPU.
+
+    Attributes
+    ----------
+    graph_ : MLPGraph
+        The weights of the model's MLP part (the whole model, or a CNN's head) in graph
+        orientation.
+    input_shape_ : tuple of int or None
+        The model's image shape ``(C, H, W)`` when its checkpoint tells it (built-in data
+        sets); image batches must then have exactly this shape.
+    image_shape_ : tuple of int or None
+        One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
+        image batches given to ``transform`` must have it.
+    body_ : dgpbench.models.cnn.NetworkBody or None
+        The torch part before the MLP head (None for an MLP).
+    classes_ : ndarray of shape (n_classes,)
+        Class labels seen in ``fit``.
+    class_means_ : list of one ndarray of shape (n_classes, n_outputs)
+        Mean softmax vector per class.
+    n_features_in_ : int
+        Number of input features.
+
+    See Also
+    --------
+    DGPFeatures
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from dgpbench import SoftmaxFeatures
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    >>> X, y = torch.rand(30, 4).numpy(), [0, 1, 2] * 10
+    >>> P = SoftmaxFeatures(model).fit(X, y).transform(X)
+    >>> P.shape, bool(np.allclose(P.sum(axis=1), 1.0))
+    ((30, 3), True)
+    """
+
+    _prefix = "softmax"
+    _parameter_constraints: ClassVar[dict] = {
+        **_MLPFeatures._parameter_constraints,
+        "representation": [StrOptions({"softmax", "distances"})],
+    }
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        representation: str = "softmax",
+        batch_size: int = 256,
+        n_jobs: int | None = None,
+        progress: bool = False,
+        device: str = "cpu",
+    ) -> None:
+        super().__init__(
+            model,
+            representation=representation,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            progress=progress,
+            device=device,
+        )
+
+    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
+        bs = self.batch_size
+        logits = np.concatenate(
+            [self.graph_.forward(X[i : i + bs]) for i in range(0, len(X), bs)]
+        ).astype(np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        return [p / p.sum(axis=1, keepdims=True)]
+
+    def _raw_names(self) -> list[str]:
+        return [f"softmax_p{k}" for k in range(self.graph_.n_outputs)]
+
+
+# The paper's methods and ablation variants, by the names the config and tables use.
