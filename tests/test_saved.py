@@ -65,7 +65,7 @@ def test_file_is_npz_without_pickle(tmp_path: Path, checkpoint: Path, data) -> N
         meta = json.loads(str(store["__meta__"]))
         assert all(store[k].dtype.kind != "O" for k in store.files)
     assert meta["model"]["reference"] == str(checkpoint.resolve())
-    assert meta["features"]["class"] == "dgpbench.features.base:DGPFeatures"
+    assert meta["features"]["class"] == "dgpbench.features.dgp:DGPFeatures"
     assert meta["detector"]["params"] == {"alpha": 0.1, "correction": "bonferroni"}
 
 
