@@ -70,7 +70,7 @@ def load_method_class(spec: str) -> type:
 
     Examples
     --------
-    >>> load_method_class("dgpbench.features.base:DGPFeatures").__name__
+    >>> load_method_class("dgpbench.features.dgp:DGPFeatures").__name__
     'DGPFeatures'
     >>> load_method_class("dgpbench.features.registry:make_features")
     Traceback (most recent call last):
