@@ -16,6 +16,12 @@ _unknown = sorted(set(FL["top_n"]) - set(FL_ALL_SHIFTS))
 if _unknown:
     raise ValueError(f"config key failing_loudly.top_n: unknown shifts {_unknown}")
 
+if FL["protocol"] == "rabanser" and FL["mmd"]["multivariate_ref"] not in (None, "n"):
+    raise ValueError(
+        "config key failing_loudly.mmd.multivariate_ref: protocol rabanser compares MMD "
+        "against m = n reference rows (Rabanser et al.'s shift_detector.py); set it to null"
+    )
+
 FLR = f"{RESULTS}/fl"
 FL_SECTION = "Failing loudly's grid - with DGP, TU and MAGDiff"
 FL_MODELS = FL["models"] or MODELS
@@ -39,6 +45,12 @@ def fl_records(dataset=None):
         for meth in FL["methods"]
         for m in fl_models_of(meth)
     ]
+
+
+def fl_multivariate_ref():
+    """fl-detect's option for MMD's reference size: none (the protocol's), or m."""
+    m = FL["mmd"]["multivariate_ref"]
+    return "" if m is None else f"--multivariate-ref {m}"
 
 
 def fl_ns(method):
