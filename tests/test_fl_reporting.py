@@ -152,3 +152,35 @@ def test_rabanser_tables_pool_data_sets_and_carry_only_zero_forward():
     assert set(t1b["row"]) == {"uae+mmd"}  # the two methods of their Table 1b only
     with pytest.raises(ValueError, match="Table 1b"):
         rabanser_table1b(rec)
+
+
+# -- issue 29: ranks with significance --------------------------------------------------------
+def test_rank_table_matches_a_hand_computed_friedman_statistic():
+    from dgpbench.failing_loudly.ranks import friedman_ranks, rank_table
+    from dgpbench.failing_loudly.reporting import _with_rows
+
+    # 3 methods x 4 blocks; accuracies chosen so the ranks per block are
+    # (1, 2, 3), (1, 3, 2), (1, 2, 3), (2, 1, 3) -> rank sums R = (5, 8, 11)
+    acc = {"a+ks": [0.9, 0.8, 0.7, 0.5], "b+ks": [0.5, 0.2, 0.4, 0.6], "c+ks": [0.1, 0.3, 0.2, 0.1]}
+    rows = []
+    for method, values in acc.items():
+        for block, value in enumerate(values):
+            for draw in range(10):
+                rows.append({"dataset": "mnist", "model": "none", "kind": "none",
+                             "method": method, "dimension": "univariate",
+                             "shift": f"s{block}", "fraction": 1.0, "n": 10, "run": 0,
+                             "draw": draw, "rejected": draw < round(value * 10)})  # fmt: skip
+    b, k, r = 4, 3, np.array([5.0, 8.0, 11.0])
+    hand = 12 / (b * k * (k + 1)) * (r**2).sum() - 3 * b * (k + 1)  # = 4.5
+    table = rank_table(_with_rows(pd.DataFrame(rows))).set_index("row")
+    assert table["friedman_chi2"].iloc[0] == pytest.approx(hand) == pytest.approx(4.5)
+    assert table["mean_rank"].to_dict() == pytest.approx({"a+ks": 1.25, "b+ks": 2.0, "c+ks": 2.75})
+    assert list(table.index) == ["a+ks", "b+ks", "c+ks"] and table.loc["a+ks", "position"] == 1
+    with pytest.raises(ValueError, match="3 methods"):
+        friedman_ranks(pd.DataFrame({"a": [1.0, 2.0], "b": [2.0, 1.0]}))
+
+
+def test_write_report_writes_the_rank_table(tmp_path):
+    rec = _records(RATES)
+    write_report(rec, tmp_path, alpha=0.05)
+    assert (tmp_path / "fl_ranks.csv").is_file() and (tmp_path / "fl_ranks.md").is_file()

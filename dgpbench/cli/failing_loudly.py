@@ -537,13 +537,20 @@ def _figure_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("records", nargs="+", help="record CSVs of `dgpbench fl-detect`")
     p.add_argument("--dataset", required=True, help="the data set whose panels to draw")
     p.add_argument("--out", required=True, help="figure stem (writes .png and .pdf)")
+    p.add_argument(
+        "--cd-out", default=None, help="also the critical-difference diagram (figure stem)"
+    )
 
 
 def _figure(args: argparse.Namespace) -> None:
-    from dgpbench.failing_loudly.reporting import accuracy_figure
+    from dgpbench.failing_loudly.ranks import critical_difference_figure
+    from dgpbench.failing_loudly.reporting import _with_rows, accuracy_figure
 
-    paths = accuracy_figure(_read_records(args.records), args.dataset, args.out)
-    log.info("figure -> %s", [str(p) for p in paths])
+    records = _read_records(args.records)
+    paths = accuracy_figure(records, args.dataset, args.out)
+    if args.cd_out:
+        paths += critical_difference_figure(_with_rows(records), args.dataset, args.cd_out)
+    log.info("figures -> %s", [str(p) for p in paths])
 
 
 SUBCOMMANDS.update(

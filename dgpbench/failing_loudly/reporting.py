@@ -279,9 +279,9 @@ def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike
     grouped = rec.groupby(["test", "row", "shift", "n"], sort=True)["rejected"].mean()
     rates = grouped.rename("rate").reset_index()
     ns_run = sorted(rates["n"].unique())
-    ns = [n for n in FIGURE_NS if n in ns_run] or sorted(
-        {ns_run[0], ns_run[len(ns_run) // 2], ns_run[-1]}
-    )
+    ns = [n for n in FIGURE_NS if n in ns_run]
+    if len(ns) < 2:
+        ns = sorted({ns_run[0], ns_run[len(ns_run) // 2], ns_run[-1]})
     family = {"ks": 0, "chi2": 1, "classif": 2, "mmd": 3}
     order = (
         rates.groupby(["test", "row"])["rate"].mean().reset_index()
@@ -416,6 +416,27 @@ def write_report(
         ),
     )
     written["best_per_shift"] = out / "fl_best_per_shift.csv"
+
+    from dgpbench.failing_loudly.ranks import rank_table
+
+    ranks = rank_table(_with_rows(records), alpha=alpha)
+    write_csv(out / "fl_ranks.csv", ranks, float_format="%.6g")
+    md = []
+    if not ranks.empty:
+        for (scope, dim), sub in ranks.groupby(["scope", "dimension"], sort=True):
+            ranked = sub[sub["position"].notna()]
+            head = ranked.iloc[0]
+            table = ranked.set_index("row")[["mean_rank", "p_vs_best", "differs_from_best"]]
+            left = sub.loc[sub["position"].isna(), "row"].tolist()
+            md.append(to_markdown(table.round(3), (
+                f"{scope}, {dim} tests: mean rank of detection accuracy over "
+                f"{int(head['blocks'])} (shift, fraction, n) blocks (1 = best), protocol "
+                f"{protocol}; Friedman chi2 = {head['friedman_chi2']:.2f}, p = "
+                f"{head['friedman_p']:.3g}; p_vs_best: Nemenyi's test against the first row"
+                + (f"; not ranked (run at fewer sizes): {', '.join(left)}" if left else "")
+            )))  # fmt: skip
+    write_text(out / "fl_ranks.md", "\n".join(md) or "No ranking: too few methods or blocks.\n")
+    written["ranks"] = out / "fl_ranks.csv"
 
     fp = false_positive_table(records, alpha)
     write_csv(out / "fl_false_positives.csv", fp, float_format="%.6g")

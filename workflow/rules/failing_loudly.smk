@@ -179,6 +179,12 @@ rule fl_report:
         ),
         f"{FLR}/tables/fl_false_positives.md",
         report(
+            f"{FLR}/tables/fl_ranks.csv",
+            caption="../report/fl_ranks.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/tables/fl_ranks.md",
+        report(
             f"{FLR}/tables/fl_summary.md",
             caption="../report/fl_summary.rst",
             category=FL_SECTION,
@@ -204,7 +210,8 @@ rule fl_report:
 
 
 rule fl_figure:
-    """Detection accuracy by method and shift class, one heatmap per n (one data set)."""
+    """Detection accuracy by method and shift class, one heatmap per n, and the methods'
+    critical-difference diagram (one data set)."""
     input:
         lambda wc: fl_records(wc.dataset),
     output:
@@ -214,9 +221,16 @@ rule fl_figure:
             category=FL_SECTION,
         ),
         f"{FLR}/figures/fl_accuracy_vs_n_{{dataset}}.pdf",
+        report(
+            f"{FLR}/figures/fl_critical_difference_{{dataset}}.png",
+            caption="../report/fl_critical_difference.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/figures/fl_critical_difference_{{dataset}}.pdf",
     params:
         dgpbench=DGPBENCH,
         stem=lambda wc: f"{FLR}/figures/fl_accuracy_vs_n_{wc.dataset}",
+        cd=lambda wc: f"{FLR}/figures/fl_critical_difference_{wc.dataset}",
     threads: 1
     conda:
         "../envs/dgpbench.yaml"
@@ -229,6 +243,7 @@ rule fl_figure:
         f"{BENCH}/fl/figure/{{dataset}}.tsv"
     shell:
         "{params.dgpbench} fl-figure {input:q} --dataset {wildcards.dataset:q} --out {params.stem:q}"
+        " --cd-out {params.cd:q}"
         " > {log:q} 2>&1"
 
 
@@ -238,6 +253,7 @@ rule failing_loudly:
     input:
         rules.fl_report.output,
         expand(f"{FLR}/figures/fl_accuracy_vs_n_{{dataset}}.png", dataset=DATASETS),
+        expand(f"{FLR}/figures/fl_critical_difference_{{dataset}}.png", dataset=DATASETS),
 
 
 wildcard_constraints:
