@@ -184,3 +184,16 @@ def test_write_report_writes_the_rank_table(tmp_path):
     rec = _records(RATES)
     write_report(rec, tmp_path, alpha=0.05)
     assert (tmp_path / "fl_ranks.csv").is_file() and (tmp_path / "fl_ranks.md").is_file()
+
+
+def test_formula_text_from_tags_is_inert_in_csv_and_markdown(tmp_path):
+    # issue 28 item 19: --tag values reach the tables as labels
+    rec = _records(RATES).assign(dataset='=HYPERLINK("http://x","y")', kind="@cmd")
+    write_report(rec, tmp_path, alpha=0.05)
+    for name in ("fl_table1a_accuracy", "fl_best_per_shift", "fl_false_positives"):
+        for suffix in (".csv", ".md"):
+            text = (tmp_path / f"{name}{suffix}").read_text()
+            assert suffix == ".md" or "'=HYPERLINK" in text, name
+            for line in text.splitlines():
+                cells = [c.strip() for c in line.replace("|", ",").split(",")]
+                assert not any(c.startswith(("=", "@")) for c in cells), (name, line)

@@ -337,6 +337,37 @@ INTERVALS = (
 )
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula, made plain text (a leading ``'``)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell, index entry and column name made inert (tags such as
+    ``--tag dataset==HYPERLINK(...)`` reach the tables as labels)."""
+    out = frame.copy()
+    for col in out.columns:
+        if _texty(out[col]):
+            out[col] = out[col].map(_inert)
+    for axis in ("index", "columns"):
+        labels = getattr(out, axis)
+        if isinstance(labels, pd.MultiIndex):
+            levels = [lv.map(_inert) if _texty(lv) else lv for lv in labels.levels]
+            setattr(out, axis, labels.set_levels(levels))
+        elif _texty(labels):
+            setattr(out, axis, labels.map(_inert))
+    return out
+
+
+def _texty(values: pd.Series | pd.Index) -> bool:
+    return pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)
+
+
 def _units_text(cells: pd.DataFrame) -> str:
     lo, hi = int(cells["units"].min()), int(cells["units"].max())
     return f"{lo} per cell" if lo == hi else f"{lo}-{hi} per cell"
@@ -364,7 +395,7 @@ def write_report(
     if protocol == "rabanser" and records["dataset"].nunique() > 1:
         acc = pd.concat([acc, pooled_accuracy_table(records).assign(dataset="pooled")])
     acc.insert(0, "protocol", protocol)
-    write_csv(out / "fl_table1a_accuracy.csv", acc, float_format="%.6g")
+    write_csv(out / "fl_table1a_accuracy.csv", _inert_frame(acc), float_format="%.6g")
     md = []
     for (dataset, dim), sub in acc.groupby(["dataset", "dimension"], sort=True):
         text = pd.Series(
@@ -375,7 +406,7 @@ def write_report(
             f"{dataset}, {dim} tests: detection accuracy (%) by n, protocol {protocol}; "
             + INTERVALS.format(units=_units_text(sub), binomial="Wilson")
         )
-        md.append(to_markdown(wide, caption))
+        md.append(to_markdown(_inert_frame(wide), caption))
     write_text(out / "fl_table1a_accuracy.md", "\n".join(md))
     written["table1a"] = out / "fl_table1a_accuracy.csv"
 
@@ -391,25 +422,25 @@ def write_report(
             text = pd.Series([_text(r, lo, hi) for r, lo, hi
                               in zip(sub.rate, sub.ci_low, sub.ci_high, strict=True)])  # fmt: skip
             wide = _wide(sub.reset_index(drop=True), ["shift"], text)
-            md.append(to_markdown(wide, (
+            md.append(to_markdown(_inert_frame(wide), (
                 f"{dataset}, {row}: detection accuracy (%) per shift class and n (Rabanser "
                 f"et al.'s Table 1b), protocol {protocol}; "
                 + INTERVALS.format(units=_units_text(sub), binomial="Wilson")
             )))  # fmt: skip
         t1b_md = "\n".join(md)
-    write_csv(out / "fl_table1b.csv", t1b, float_format="%.6g")
+    write_csv(out / "fl_table1b.csv", _inert_frame(t1b), float_format="%.6g")
     write_text(out / "fl_table1b.md", t1b_md)
     written["table1b"] = out / "fl_table1b.csv"
 
     best = best_table(records)
-    write_csv(out / "fl_best_per_shift.csv", best, float_format="%.6g")
+    write_csv(out / "fl_best_per_shift.csv", _inert_frame(best), float_format="%.6g")
     show = best.drop(columns=[c for c in best if c.endswith("_accuracy")]).set_index(
         ["dataset", "shift"]
     )
     write_text(
         out / "fl_best_per_shift.md",
         to_markdown(
-            show.fillna(""),
+            _inert_frame(show.fillna("")),
             "Best univariate and multivariate method per shift class (dgpbench's table; "
             "pooled over fractions, n and draws); "
             + INTERVALS.format(units="runs", binomial="Wilson"),
@@ -420,7 +451,7 @@ def write_report(
     from dgpbench.failing_loudly.ranks import rank_table
 
     ranks = rank_table(_with_rows(records), alpha=alpha)
-    write_csv(out / "fl_ranks.csv", ranks, float_format="%.6g")
+    write_csv(out / "fl_ranks.csv", _inert_frame(ranks), float_format="%.6g")
     md = []
     if not ranks.empty:
         for (scope, dim), sub in ranks.groupby(["scope", "dimension"], sort=True):
@@ -428,7 +459,7 @@ def write_report(
             head = ranked.iloc[0]
             table = ranked.set_index("row")[["mean_rank", "p_vs_best", "differs_from_best"]]
             left = sub.loc[sub["position"].isna(), "row"].tolist()
-            md.append(to_markdown(table.round(3), (
+            md.append(to_markdown(_inert_frame(table.round(3)), (
                 f"{scope}, {dim} tests: mean rank of detection accuracy over "
                 f"{int(head['blocks'])} (shift, fraction, n) blocks (1 = best), protocol "
                 f"{protocol}; Friedman chi2 = {head['friedman_chi2']:.2f}, p = "
@@ -439,7 +470,7 @@ def write_report(
     written["ranks"] = out / "fl_ranks.csv"
 
     fp = false_positive_table(records, alpha)
-    write_csv(out / "fl_false_positives.csv", fp, float_format="%.6g")
+    write_csv(out / "fl_false_positives.csv", _inert_frame(fp), float_format="%.6g")
     text = pd.Series(
         [
             _text(r, lo, hi) + (" **!**" if flag else "")
@@ -451,7 +482,7 @@ def write_report(
         wide = _wide(sub.reset_index(drop=True), ["dimension", "row"], sub["text"])
         md.append(
             to_markdown(
-                wide,
+                _inert_frame(wide),
                 f"{dataset}: false-positive rate (%) under no shift, protocol {protocol}; "
                 + INTERVALS.format(units=_units_text(sub), binomial="Clopper-Pearson")
                 + f" (**!**: interval wholly above alpha = {alpha:g})",
