@@ -165,3 +165,18 @@ def test_an_exported_model_for_fgsm_is_a_clear_error(tmp_path, capsys):
                  "--out", str(tmp_path / "s.npz")])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "x.pt2" in err and "training checkpoint" in err
+
+
+def test_report_refuses_records_of_different_pools(tmp_path, capsys):
+    import pandas as pd
+
+    base = {"dataset": "mnist", "model": "none", "kind": "none", "method": "noredu+ks",
+            "dimension": "univariate", "shift": "none", "fraction": 0.0, "n": 10, "run": 0,
+            "draw": 0, "rejected": False}  # fmt: skip
+    for name, pools_id in (("a.csv", "aaaa"), ("b.csv", "bbbb")):
+        pd.DataFrame([base | {"pools_id": pools_id, "method": f"{name[0]}+ks"}]).to_csv(
+            tmp_path / name, index=False
+        )
+    code = main(["fl-report", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--out-dir",
+                 str(tmp_path / "t")])  # fmt: skip
+    assert code == 2 and "different pools" in capsys.readouterr().err

@@ -234,6 +234,7 @@ def _shift(args: argparse.Namespace) -> None:
                          int(pool.shifted.sum()))  # fmt: skip
     save_npz(
         args.out, shift=np.array(args.shift), protocol=np.array(args.protocol),
+        shift_seed=np.array(int(args.seed)),
         pools_id=pools["pools_id"], dataset=pools["dataset"], **arrays,
     )  # fmt: skip
 
@@ -247,6 +248,7 @@ def _read_shift_file(path: str) -> tuple[str, dict, dict[tuple[int, float], dict
     arrays = load_npz(path)
     _require(arrays, path, ["shift", "protocol", "pools_id", "dataset"], "fl-shift")
     meta = {k: arrays.pop(k) for k in ("shift", "protocol", "pools_id", "dataset")}
+    arrays.pop("shift_seed", None)
     cells: dict[tuple[int, float], dict[str, np.ndarray]] = {}
     for key, value in arrays.items():
         run, _, rest = key.partition(_SEP)
@@ -510,6 +512,13 @@ def _read_records(paths: list[str]) -> pd.DataFrame:
     missing = [c for c in need if c not in records]
     if missing:
         raise ValueError(f"records lack columns {missing}; expected `dgpbench fl-detect` output")
+    if "pools_id" in records:
+        mixed = records.groupby("dataset")["pools_id"].nunique()
+        if (mixed > 1).any():
+            raise ValueError(
+                f"records of data set(s) {sorted(mixed.index[mixed > 1])} come from different "
+                "pools (pools_id): report one grid's records together"
+            )
     key = [c for c in records if c not in ("rejected", "p_value")]
     if records.duplicated(key).any():
         raise ValueError("records count a draw twice (duplicated record files or grid values)")
