@@ -110,3 +110,18 @@ def test_domain_classifier_is_two_sided_under_rabanser():
                       classifier=LogisticRegression())  # fmt: skip
     _, p_one = decide("classif", ref, x, random_state=0, classifier=LogisticRegression())
     assert p_two >= p_one
+
+
+def test_records_say_which_chi2_draws_fell_back_to_a_uniform_p_value():
+    rng = np.random.default_rng(7)
+    ref = rng.integers(0, 10, size=(400, 1))
+    runs = [RunPools(ref, {("none", 0.0): rng.integers(0, 10, size=(400, 1)),
+                           ("ko_shift", 1.0): rng.integers(1, 10, size=(400, 1))})]  # fmt: skip
+    params = {"alpha": 0.05, "zero_counts": "uniform", "n_classes": 10}
+    rec = method_records(runs, parse_method("bbsdh+chi2"), ns=[10, 200], n_draws=20, seed=0,
+                         params=params)  # fmt: skip
+    share = rec.groupby(["shift", "n"])["fallback"].mean()
+    assert share[("none", 10)] == 1.0 and share[("none", 200)] == 0.0  # ten classes, ten rows
+    assert share[("ko_shift", 200)] == 1.0  # class 0 never in the test sample
+    ko = rec[(rec["shift"] == "ko_shift") & (rec["n"] == 200)]
+    assert ko["rejected"].mean() < 0.3  # theirs: a coin at alpha, not a detection

@@ -67,6 +67,7 @@ __all__ = [
     "parse_method",
     "run_cell",
     "run_split",
+    "zero_count_draws",
 ]
 
 NS_UNIVARIATE: tuple[int, ...] = (10, 20, 50, 100, 200, 500, 1000, 10000)
@@ -336,6 +337,28 @@ def run_cell(
     return rejected, p_value
 
 
+def zero_count_draws(
+    f_ref: np.ndarray, f_test: np.ndarray, indices: GridIndices, n_ref: int, n_classes: int
+) -> np.ndarray:
+    """Per draw, whether a class has no prediction in the reference or the test sample (where
+    Rabanser et al.'s chi-squared test returns a U(0, 1) p-value).
+
+    Examples
+    --------
+    >>> idx = GridIndices(np.array([[0, 1]]), np.array([[0, 1]]), np.array([0]))
+    >>> zero_count_draws(np.array([[0], [1]]), np.array([[0], [0]]), idx, 2, 2).tolist()
+    [True]
+    """
+    out = np.empty(len(indices.test), dtype=bool)
+    for i, (ref_rows, test_rows) in enumerate(zip(indices.reference, indices.test, strict=True)):
+        ref = np.bincount(np.asarray(f_ref[ref_rows[:n_ref]]).astype(np.int64).ravel(),
+                          minlength=n_classes)  # fmt: skip
+        test = np.bincount(np.asarray(f_test[test_rows]).astype(np.int64).ravel(),
+                           minlength=n_classes)  # fmt: skip
+        out[i] = bool((ref == 0).any() or (test == 0).any())
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class RunPools:
     """Features of one run's pools.
@@ -398,7 +421,8 @@ def method_records(
     -------
     pandas.DataFrame
         Columns ``shift``, ``fraction``, ``n``, ``n_eff``, ``n_ref``, ``run``, ``draw``,
-        ``rejected``, ``p_value``.
+        ``rejected``, ``p_value``; and ``fallback`` for chi-squared with
+        ``zero_counts="uniform"`` (:func:`zero_count_draws`).
     """
     if not runs:
         raise ValueError("no runs to draw from")
@@ -431,6 +455,11 @@ def method_records(
                     run.reference, f_test, method, idx, n_ref=n_ref, params=params,
                     image_shape=image_shape,
                 )  # fmt: skip
+                extra = {}
+                if method.test == "chi2" and params.get("zero_counts") == "uniform":
+                    extra["fallback"] = zero_count_draws(
+                        run.reference, f_test, idx, n_ref, int(params["n_classes"])
+                    )
                 frames.append(
                     pd.DataFrame(
                         {
@@ -443,6 +472,7 @@ def method_records(
                             "draw": np.arange(len(rejected)),
                             "rejected": rejected,
                             "p_value": p_value,
+                            **extra,
                         }
                     )
                 )

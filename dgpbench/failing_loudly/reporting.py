@@ -507,6 +507,14 @@ def write_report(
         f"({r.k}/{r['count']} draws, {r.units} runs)"
         for _, r in flagged.iterrows()
     ]
+    if "fallback" in records and records["fallback"].notna().any():
+        fb = records[records["fallback"].notna()]
+        share = fb.groupby("n")["fallback"].mean().mul(100).round(1)
+        lines.append(
+            "- chi-squared draws whose p-value is Rabanser et al.'s U(0, 1) fallback (a class "
+            "with no prediction in a sample), % by n: "
+            + ", ".join(f"n = {n}: {v:g}" for n, v in share.items())
+        )
     write_text(out / "fl_summary.md", "\n".join(lines) + "\n")
     written["summary"] = out / "fl_summary.md"
     return written
