@@ -125,3 +125,27 @@ def test_records_say_which_chi2_draws_fell_back_to_a_uniform_p_value():
     assert share[("ko_shift", 200)] == 1.0  # class 0 never in the test sample
     ko = rec[(rec["shift"] == "ko_shift") & (rec["n"] == 200)]
     assert ko["rejected"].mean() < 0.3  # theirs: a coin at alpha, not a detection
+
+
+@pytest.mark.parametrize(("n", "d"), [(10, 5), (30, 8)])
+def test_rabanser_mmd_holds_its_level_under_the_null_on_small_samples(n, d):
+    # Their kernel is fixed by the observed split and kept for the permutations: not exactly
+    # a permutation test, but on Gaussian nulls it stays at or below alpha.
+    rng = np.random.default_rng(n)
+    rejected = [
+        decide("mmd", rng.normal(size=(n, d)), rng.normal(size=(n, d)), random_state=i,
+               kernel="rabanser", n_permutations=50)[0]
+        for i in range(150)
+    ]  # fmt: skip
+    assert np.mean(rejected) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 150)
+
+
+def test_rabanser_chi2_holds_its_level_under_the_null_at_every_n():
+    rng = np.random.default_rng(9)
+    for n in (10, 50, 500):
+        rejected = [
+            decide("chi2", rng.integers(0, 10, size=(n, 1)), rng.integers(0, 10, size=(n, 1)),
+                   random_state=i, zero_counts="uniform", n_classes=10)[0]
+            for i in range(300)
+        ]  # fmt: skip
+        assert np.mean(rejected) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 300), n
