@@ -95,18 +95,19 @@ rule fl_features:
         device=FL["features"]["device"],
         seed=FL["seed"],
         protocol=FL["protocol"],
+        big=fl_big_files,
     threads: 2
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=lambda wc: fl_mem_mb(wc, 8000),
         runtime=120,
     log:
         f"{LOGS}/fl/features/{{dataset}}/{{flmodel}}/{{representation}}.log",
     benchmark:
         f"{BENCH}/fl/features/{{dataset}}/{{flmodel}}/{{representation}}.tsv"
     shell:
-        "{params.dgpbench} fl-features --representation {wildcards.representation} --model {params.model:q}"
+        "{params.big}{params.dgpbench} fl-features --representation {wildcards.representation} --model {params.model:q}"
         " --images {input.pools:q} --shifts {input.shifts:q} --batch-size {params.batch_size}"
         " --device {params.device} --threads {threads} --seed {params.seed}"
         " --protocol {params.protocol}"
@@ -129,18 +130,19 @@ rule fl_detect:
         m=fl_multivariate_ref(),
         fl={k: FL[k] for k in ("draws", "seed", "alpha", "correction", "protocol")},
         perms=FL["mmd"]["n_permutations"],
+        big=fl_big_files,
     threads: 1
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda wc: fl_mem_mb(wc, 4000),
         runtime=120,
     log:
         f"{LOGS}/fl/detect/{{dataset}}/{{flmodel}}/{{flmethod}}.log",
     benchmark:
         f"{BENCH}/fl/detect/{{dataset}}/{{flmodel}}/{{flmethod}}.tsv"
     shell:
-        "{params.dgpbench} fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
+        "{params.big}{params.dgpbench} fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
         " --draws {params.fl[draws]} --seed {params.fl[seed]} --alpha {params.fl[alpha]}"
         " --correction {params.fl[correction]} --n-permutations {params.perms}"
         " {params.m} {params.top_n} --protocol {params.fl[protocol]}"
