@@ -1,10 +1,13 @@
 """The Failing-loudly grid's workflow steps as ``dgpbench`` subcommands.
 
-``fl-images`` (the pools) -> ``fl-shift`` (one shift class, all fractions) -> ``fl-features``
-(one representation of one model) -> ``fl-detect`` (one method: every cell's draws) ->
-``fl-report`` / ``fl-figure`` (tables, summary, figure). Each reads files, calls the library
-(:mod:`dgpbench.shifts`, :mod:`dgpbench.failing_loudly.grid`, :mod:`dgpbench.failing_loudly.reporting`) and writes
-its output atomically, so an interrupted run resumes cleanly.
+``fl-images`` (the unseen images and each independent run's pools) -> ``fl-shift`` (one shift
+class, all fractions, re-applied per run) -> ``fl-features`` (one representation of one
+model) -> ``fl-detect`` (one method: every cell's draws in every run) -> ``fl-report`` /
+``fl-figure`` (tables, ranks, summary, figures). Each reads files, calls the library
+(:mod:`dgpbench.shifts`, :mod:`dgpbench.failing_loudly.grid`,
+:mod:`dgpbench.failing_loudly.reporting`) and writes its output atomically, so an interrupted
+run resumes cleanly. Every output records the protocol (``--protocol``) and the pools it came
+from (data set, seed, checksum); a step refuses inputs of other pools or another protocol.
 """
 
 from __future__ import annotations
@@ -564,17 +567,17 @@ def _figure(args: argparse.Namespace) -> None:
 
 SUBCOMMANDS.update(
     {
-        "fl-images": ("Failing loudly's grid: the fit, reference and test pools.",
+        "fl-images": ("Failing loudly's grid: the fit images and each run's pools.",
                       _images_args, _images),
-        "fl-shift": ("Failing loudly's grid: one shift class at its fractions.",
+        "fl-shift": ("Failing loudly's grid: one shift class at its fractions, per run.",
                      _shift_args, _shift),
         "fl-features": ("Failing loudly's grid: one representation of every pool.",
                         _features_args, _features),
         "fl-detect": ("Failing loudly's grid: every draw of one method (with calibration).",
                       _detect_args, _detect),
-        "fl-report": ("Failing loudly's grid: Tables 1a/1b, false positives, summary.",
+        "fl-report": ("Failing loudly's grid: Tables 1a/1b, ranks, false positives, summary.",
                       _report_args, _report),
-        "fl-figure": ("Failing loudly's grid: accuracy vs n per shift class.",
+        "fl-figure": ("Failing loudly's grid: accuracy heatmaps, critical differences.",
                       _figure_args, _figure),
     }
 )  # fmt: skip
