@@ -332,8 +332,8 @@ def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike
 
 
 INTERVALS = (
-    "95% intervals: hull of a percentile bootstrap over the independent runs ((data set, run) "
-    "units, {units}) and the {binomial} interval of the draws"
+    "95% intervals: hull of a percentile bootstrap over the independent runs (the (data set, "
+    "run) units: {units}) and the {binomial} interval of the draws"
 )
 
 
@@ -443,7 +443,7 @@ def write_report(
             _inert_frame(show.fillna("")),
             "Best univariate and multivariate method per shift class (dgpbench's table; "
             "pooled over fractions, n and draws); "
-            + INTERVALS.format(units="runs", binomial="Wilson"),
+            + INTERVALS.format(units="every run of the data set", binomial="Wilson"),
         ),
     )
     written["best_per_shift"] = out / "fl_best_per_shift.csv"
