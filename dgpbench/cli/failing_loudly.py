@@ -36,6 +36,9 @@ def _fraction_key(fraction: float) -> str:
     return repr(float(fraction))  # exact: 0.1 and 0.1000001 stay two keys
 
 
+MIN_RUNS = 5
+"""Independent runs below which fl-images warns (issue 29: no interval on fewer than 5)."""
+
 PROTOCOLS: tuple[str, ...] = ("dgpbench", "rabanser")
 """``dgpbench``: this benchmark's choices; ``rabanser``: Rabanser et al.'s code as they ran it
 (docs/failing-loudly.md, "Protocols")."""
@@ -140,6 +143,11 @@ def _images(args: argparse.Namespace) -> None:
         log.warning(
             "%d unseen images for pools of %d + %d: using %d + %d",
             len(y_unseen), args.n_ref_pool, args.n_test_pool, n_ref, n_test,
+        )  # fmt: skip
+    if args.runs < MIN_RUNS:
+        log.warning(
+            "--runs %d: every interval will rest on fewer than %d independent units",
+            args.runs, MIN_RUNS,
         )  # fmt: skip
     splits = [
         run_split(len(y_unseen), n_ref, n_test, seed=args.seed, run=r) for r in range(args.runs)

@@ -507,6 +507,11 @@ def write_report(
         f"({r.k}/{r['count']} draws, {r.units} runs)"
         for _, r in flagged.iterrows()
     ]
+    acc_units = acc[acc["dataset"] != "pooled"]["units"]
+    lines.append(
+        f"- independent runs per accuracy cell: {int(acc_units.min())}-{int(acc_units.max())}"
+        + (" (fewer than 5: intervals rough)" if acc_units.min() < 5 else "")
+    )
     if "fallback" in records and records["fallback"].notna().any():
         fb = records[records["fallback"].notna()]
         share = fb.groupby("n")["fallback"].mean().mul(100).round(1)
