@@ -7,11 +7,13 @@ import pytest
 
 from dgpbench import KSShiftDetector
 from dgpbench.failing_loudly.grid import (
+    RunPools,
     effective_ns,
     grid_indices,
     method_records,
     parse_method,
     run_cell,
+    run_split,
 )
 from dgpbench.failing_loudly.toolbox import ks_batch, make_detector
 
@@ -30,6 +32,7 @@ def test_draws_are_distinct_rows_and_depend_only_on_their_key():
     assert not np.array_equal(_idx(shift="small_gn_shift").test, a.test)  # own stream
     assert not np.array_equal(_idx(fraction=0.1).test, a.test)
     assert not np.array_equal(_idx(seed=2).reference, a.reference)
+    assert not np.array_equal(_idx(run=1).test, a.test)  # each run its own stream
     assert len(set(a.random_state)) == 8
 
 
@@ -68,8 +71,9 @@ def test_records_cover_every_cell_with_paired_draws():
     f_ref = rng.normal(size=(300, 2))
     clean = rng.normal(size=(250, 2))
     pools = {("none", 0.0): clean, ("ko_shift", 1.0): clean[:120] + 2.0}
-    rec = method_records(f_ref, pools, parse_method("a+ks"), ns=[10, 100, 1000], n_draws=5,
-                         seed=0, params={"alpha": 0.05}, top_n={"ko_shift": 90})  # fmt: skip
+    rec = method_records([RunPools(f_ref, pools)], parse_method("a+ks"), ns=[10, 100, 1000],
+                         n_draws=5, seed=0, params={"alpha": 0.05},
+                         top_n={"ko_shift": 90})  # fmt: skip
     cells = rec.groupby(["shift", "n"])["n_eff"].first().to_dict()
     assert cells == {("none", 10): 10, ("none", 100): 100, ("none", 1000): 250,
                      ("ko_shift", 10): 10, ("ko_shift", 100): 90}  # fmt: skip
@@ -78,8 +82,7 @@ def test_records_cover_every_cell_with_paired_draws():
     # one gives the same decisions and p-values draw by draw only if the draws are paired
     pools3 = {key: np.exp(f) for key, f in pools.items()}
     other = method_records(
-        np.exp(f_ref),
-        pools3,
+        [RunPools(np.exp(f_ref), pools3)],
         parse_method("b+ks"),
         ns=[10, 100, 1000],
         n_draws=5,
@@ -89,8 +92,7 @@ def test_records_cover_every_cell_with_paired_draws():
     )
     assert np.array_equal(other["p_value"], rec["p_value"])
     shuffled = method_records(
-        np.exp(f_ref),
-        pools3,
+        [RunPools(np.exp(f_ref), pools3)],
         parse_method("b+ks"),
         ns=[10, 100, 1000],
         n_draws=5,
@@ -159,3 +161,42 @@ def test_batched_ks_p_values_equal_scipy_with_ties(n, d):
     _, p_value = ks_batch(ref, test, alpha=0.05, correction=None)
     expected = [ks_2samp(ref[i], test[i], axis=0).pvalue.min() for i in range(3)]
     assert np.array_equal(p_value, np.asarray(expected))
+
+
+# -- issue 29: independent runs ---------------------------------------------------------------
+def test_runs_split_the_unseen_set_afresh_and_disjointly():
+    splits = [run_split(1000, 400, 500, seed=3, run=r) for r in range(3)]
+    for ref, test in splits:
+        assert len(set(ref)) == 400 and len(set(test)) == 500 and not set(ref) & set(test)
+    assert not np.array_equal(splits[0][1], splits[1][1])  # fresh pools per run
+    assert np.array_equal(run_split(1000, 400, 500, seed=3, run=2)[1], splits[2][1])
+    with pytest.raises(ValueError, match="do not fit"):
+        run_split(100, 60, 50, seed=0, run=0)
+
+
+def test_a_cell_at_the_pool_size_has_one_draw_per_run_not_copies():
+    # At n = pool size every draw takes every row: 30 draws of one run are one draw
+    # repeated. Today's grid counted them as 30 independent draws; now a run gives one draw
+    # there and the independent units are the runs, each with its own pools.
+    rng = np.random.default_rng(7)
+    runs = [RunPools(rng.normal(size=(60, 2)), {("none", 0.0): rng.normal(size=(60, 2))})
+            for _ in range(4)]  # fmt: skip
+    rec = method_records(runs, parse_method("a+ks"), ns=[10, 60], n_draws=30, seed=0,
+                         params={"alpha": 0.05})  # fmt: skip
+    full = rec[rec["n_eff"] == 60]
+    assert len(full) == 4 and sorted(full["run"]) == [0, 1, 2, 3]
+    assert full["p_value"].nunique() == 4  # four independent pools, four statistics
+    small = rec[rec["n_eff"] == 10]
+    assert len(small) == 4 * 30 and small.groupby("run").size().eq(30).all()
+
+
+def test_draws_stay_paired_across_methods_within_a_run_and_differ_between_runs():
+    rng = np.random.default_rng(8)
+    base = [(rng.normal(size=(200, 3)), rng.normal(size=(200, 3))) for _ in range(2)]
+    runs = [RunPools(r, {("none", 0.0): t}) for r, t in base]
+    runs_exp = [RunPools(np.exp(r), {("none", 0.0): np.exp(t)}) for r, t in base]
+    kw = {"ns": [20], "n_draws": 5, "seed": 1, "params": {"alpha": 0.05}}
+    a = method_records(runs, parse_method("a+ks"), **kw)
+    b = method_records(runs_exp, parse_method("b+ks"), **kw)
+    assert np.array_equal(a["p_value"], b["p_value"])  # KS is invariant: paired draws
+    assert not np.array_equal(a[a["run"] == 0]["p_value"], a[a["run"] == 1]["p_value"])

@@ -11,7 +11,9 @@ from dgpbench.failing_loudly.reporting import (
     accuracy_table,
     best_table,
     false_positive_table,
+    pooled_accuracy_table,
     proportion_cells,
+    rabanser_table1b,
     write_report,
 )
 
@@ -83,7 +85,7 @@ def test_false_positive_cells_wholly_above_alpha_are_flagged_and_listed(tmp_path
     assert "wholly above alpha = 0.05: 2 of 6" in summary
     assert "bbsds+ks [cnn], n = 10" in summary and "pca+ks, n" not in summary
     assert "**!**" in (tmp_path / "fl_false_positives.md").read_text()
-    for name in ("fl_table1a_accuracy", "fl_table1b_best", "fl_false_positives"):
+    for name in ("fl_table1a_accuracy", "fl_table1b", "fl_best_per_shift", "fl_false_positives"):
         assert (tmp_path / f"{name}.csv").is_file() and (tmp_path / f"{name}.md").is_file()
 
 
@@ -92,3 +94,106 @@ def test_no_calibration_draws_is_an_error():
     with pytest.raises(ValueError, match="calibration"):
         false_positive_table(rec, alpha=0.05)
     assert np.isfinite(accuracy_table(rec)["rate"]).all()
+
+
+# -- issue 29: intervals that count independent runs ------------------------------------------
+def _run_records(run_rates, draws=30, dataset="mnist", method="noredu+ks", shift="ko_shift"):
+    """Each run rejects all or none of its draws (the draws of a run are copies)."""
+    rows = []
+    for run, rate in enumerate(run_rates):
+        for draw in range(draws):
+            rows.append({"dataset": dataset, "model": "none", "kind": "none", "method": method,
+                         "dimension": "univariate", "shift": shift, "fraction": 1.0,
+                         "n": 10000, "run": run, "draw": draw,
+                         "rejected": draw < round(rate * draws)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_copies_within_a_run_do_not_narrow_the_interval():
+    # 5 runs, 4 detect with all 30 draws, 1 with none: 120/150. Wilson on the 150 draws
+    # (today's table) says [72.8, 85.7]; five independent units can say much less.
+    rec = _run_records([1, 1, 1, 1, 0])
+    cell = proportion_cells(rec, ["method"]).iloc[0]
+    wilson = binomtest(120, 150).proportion_ci(method="wilson")
+    assert cell["units"] == 5 and cell["rate"] == pytest.approx(0.8)
+    assert cell["ci_low"] <= 0.4 and cell["ci_high"] == pytest.approx(1.0)
+    assert cell["ci_high"] - cell["ci_low"] > 3 * (wilson.high - wilson.low)
+    # with independent draws (every run alike) the interval is no narrower than Wilson's
+    flat = proportion_cells(_run_records([0.8] * 5), ["method"]).iloc[0]
+    assert flat["ci_low"] <= wilson.low + 1e-12 and flat["ci_high"] >= wilson.high - 1e-12
+
+
+def test_run_bootstrap_covers_under_the_null_of_correlated_draws():
+    # Runs with a random per-run rate (draws within a run correlated): the interval of
+    # the pooled rate covers the true mean 0.3 in about 95% of repeats (runs = 8).
+    rng = np.random.default_rng(0)
+    cover = 0
+    for _ in range(150):
+        rates = np.clip(rng.normal(0.3, 0.2, size=8), 0, 1)
+        rows = [{"dataset": "d", "run": r, "m": "x", "rejected": rng.random() < p}
+                for r, p in enumerate(rates) for _ in range(20)]  # fmt: skip
+        cell = proportion_cells(pd.DataFrame(rows), ["m"]).iloc[0]
+        cover += cell["ci_low"] <= 0.3 <= cell["ci_high"]
+    assert cover / 150 >= 0.85  # the draws' Wilson interval alone covers ~60% here
+
+
+def test_rabanser_tables_pool_data_sets_and_carry_only_zero_forward():
+    rec = pd.concat([
+        _run_records([1, 0], dataset="mnist"),
+        _run_records([0, 0], dataset="cifar10"),
+        _run_records([1, 1], dataset="mnist", shift="only_zero_shift+medium_img_shift"
+                     ).assign(n=1000),
+    ]).assign(protocol="rabanser")  # fmt: skip
+    pooled = pooled_accuracy_table(rec).set_index("n")
+    # n = 10000: mnist ko (30/60), cifar10 ko (0/60) and only-zero's n = 1000 carried (60/60)
+    assert pooled.loc[10000, "rate"] == pytest.approx(90 / 180)
+    assert pooled.loc[10000, "units"] == 4
+    t1b = rabanser_table1b(pd.concat([rec, _run_records([1, 1], method="uae+mmd")]))
+    assert set(t1b["row"]) == {"uae+mmd"}  # the two methods of their Table 1b only
+    with pytest.raises(ValueError, match="Table 1b"):
+        rabanser_table1b(rec)
+
+
+# -- issue 29: ranks with significance --------------------------------------------------------
+def test_rank_table_matches_a_hand_computed_friedman_statistic():
+    from dgpbench.failing_loudly.ranks import friedman_ranks, rank_table
+    from dgpbench.failing_loudly.reporting import _with_rows
+
+    # 3 methods x 4 blocks; accuracies chosen so the ranks per block are
+    # (1, 2, 3), (1, 3, 2), (1, 2, 3), (2, 1, 3) -> rank sums R = (5, 8, 11)
+    acc = {"a+ks": [0.9, 0.8, 0.7, 0.5], "b+ks": [0.5, 0.2, 0.4, 0.6], "c+ks": [0.1, 0.3, 0.2, 0.1]}
+    rows = []
+    for method, values in acc.items():
+        for block, value in enumerate(values):
+            for draw in range(10):
+                rows.append({"dataset": "mnist", "model": "none", "kind": "none",
+                             "method": method, "dimension": "univariate",
+                             "shift": f"s{block}", "fraction": 1.0, "n": 10, "run": 0,
+                             "draw": draw, "rejected": draw < round(value * 10)})  # fmt: skip
+    b, k, r = 4, 3, np.array([5.0, 8.0, 11.0])
+    hand = 12 / (b * k * (k + 1)) * (r**2).sum() - 3 * b * (k + 1)  # = 4.5
+    table = rank_table(_with_rows(pd.DataFrame(rows))).set_index("row")
+    assert table["friedman_chi2"].iloc[0] == pytest.approx(hand) == pytest.approx(4.5)
+    assert table["mean_rank"].to_dict() == pytest.approx({"a+ks": 1.25, "b+ks": 2.0, "c+ks": 2.75})
+    assert list(table.index) == ["a+ks", "b+ks", "c+ks"] and table.loc["a+ks", "position"] == 1
+    with pytest.raises(ValueError, match="3 methods"):
+        friedman_ranks(pd.DataFrame({"a": [1.0, 2.0], "b": [2.0, 1.0]}))
+
+
+def test_write_report_writes_the_rank_table(tmp_path):
+    rec = _records(RATES)
+    write_report(rec, tmp_path, alpha=0.05)
+    assert (tmp_path / "fl_ranks.csv").is_file() and (tmp_path / "fl_ranks.md").is_file()
+
+
+def test_formula_text_from_tags_is_inert_in_csv_and_markdown(tmp_path):
+    # issue 28 item 19: --tag values reach the tables as labels
+    rec = _records(RATES).assign(dataset='=HYPERLINK("http://x","y")', kind="@cmd")
+    write_report(rec, tmp_path, alpha=0.05)
+    for name in ("fl_table1a_accuracy", "fl_best_per_shift", "fl_false_positives"):
+        for suffix in (".csv", ".md"):
+            text = (tmp_path / f"{name}{suffix}").read_text()
+            assert suffix == ".md" or "'=HYPERLINK" in text, name
+            for line in text.splitlines():
+                cells = [c.strip() for c in line.replace("|", ",").split(",")]
+                assert not any(c.startswith(("=", "@")) for c in cells), (name, line)

@@ -68,7 +68,7 @@ def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
         "methods": methods,
         "images": {"n_fit": 200, "n_ref_pool": 200, "n_test_pool": 300, "seed": 1},
         "ns_univariate": [10, 50], "ns_multivariate": [10], "ns_classif": [20],
-        "draws": 4, "mmd": {"n_permutations": 50, "multivariate_ref": 50},
+        "runs": 2, "draws": 2, "mmd": {"n_permutations": 50, "multivariate_ref": 50},
         "adversarial": {"n_epsilons": 20},
     }  # fmt: skip
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
@@ -80,12 +80,13 @@ def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
     assert set(records["method"]) == {parse_method(m).name for m in methods}
     assert set(records["shift"]) == {"none", *config["failing_loudly"]["shifts"]}
     assert (records.groupby(["method", "model", "shift", "fraction", "n"]).size() == 4).all()
+    assert set(records["run"]) == {0, 1} and set(records["protocol"]) == {"dgpbench"}
     # large noise on every image is detected by KS on the pixels at n = 50
     big = records[(records["method"] == "noredu+ks") & (records["shift"] == "large_gn_shift")
                   & (records["n"] == 50) & (records["fraction"] == 1.0)]  # fmt: skip
     assert big["rejected"].mean() == 1.0
-    for name in ("fl_table1a_accuracy.md", "fl_table1b_best.md", "fl_false_positives.md",
-                 "fl_summary.md"):  # fmt: skip
+    for name in ("fl_table1a_accuracy.md", "fl_table1b.md", "fl_best_per_shift.md",
+                 "fl_false_positives.md", "fl_summary.md"):  # fmt: skip
         assert (out / "tables" / name).stat().st_size > 0
     assert (out / "figures" / "fl_accuracy_vs_n_digits.png").stat().st_size > 0
     again = _snakemake(tmp_path, "failing_loudly", "--cores", "2", "-n")
@@ -93,7 +94,10 @@ def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [{"shifts": ["tiny_shift"]}, {"methods": ["pca+ttest"]},
-                                 {"top_n": {"nope": 5}}, {"draws": 0}])  # fmt: skip
+                                 {"top_n": {"nope": 5}}, {"draws": 0}, {"runs": 0},
+                                 {"protocol": "theirs"},
+                                 {"protocol": "rabanser",
+                                  "mmd": {"multivariate_ref": 1000}}])  # fmt: skip
 def test_bad_failing_loudly_config_stops_before_any_job(tmp_path, bad):
     config = tiny_config()
     config["failing_loudly"] = bad

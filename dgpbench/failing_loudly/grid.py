@@ -1,47 +1,54 @@
-"""Rabanser et al.'s ("Failing loudly") grid on precomputed features, with paired draws.
+"""Rabanser et al.'s ("Failing loudly") grid on precomputed features: independent runs of paired draws.
 
-Per data set there are two clean pools, both never seen in training: the *reference pool*
-(the validation images the models held out, Rabanser et al.'s ``X_val``) and the *test pool*
-(the test split). A shift (:mod:`dgpbench.shifts`) turns the test pool into a shifted pool at
-a fraction; the calibration cell (shift ``none``, fraction 0) keeps it clean. One draw of a
-cell for sample size ``n``:
+Per data set, the images no model trained on (the validation images the models held out and
+the test split) form the *unseen set*. The unit of independence is Rabanser et al.'s *run*
+(their pipeline's ``random_runs``): run ``r`` reshuffles the unseen set into a fresh
+*reference pool* (their ``X_val``) and *test pool* (their ``X_te``)
+(:func:`run_split`), and the shift (:mod:`dgpbench.shifts`) is re-applied to that run's test
+pool at each fraction, from streams keyed by ``(seed, run)``; the calibration cell (shift
+``none``, fraction 0) keeps the test pool clean. Runs share no random stream, so what they
+measure is independent given the trained models. One draw of a cell of run ``r`` for
+sample size ``n``:
 
-1. ``n`` rows of the (shifted) test pool, without replacement: the test sample;
-2. ``R = max(n, m)`` rows of the reference pool, without replacement, in random order: the
-   first ``n`` are the reference sample of the univariate tests (KS, chi-squared, the domain
-   classifier), the first ``m`` that of the multivariate test (MMD; Rabanser et al. compare
-   against 1000 reference images whatever ``n``: ``m = multivariate_ref``);
+1. ``n`` rows of the run's (shifted) test pool, without replacement: the test sample;
+2. ``R = max(n, m)`` rows of the run's reference pool, without replacement, in random order:
+   the first ``n`` are the reference sample of the univariate tests (KS, chi-squared, the
+   domain classifier), the first ``m`` that of MMD (``m = multivariate_ref``; Rabanser et
+   al.'s code compares against ``m = n`` reference rows, ``X_tr_red[:self.sample]``);
 3. the test decides at level alpha.
 
-Pairing. The rows of draw ``i`` come from
-``default_rng(SeedSequence([seed, 0x464C4744, shift_id, round(fraction * 1e6), n, i]))``
+Draws within a run are paired, not independent: they share the run's pools. At a sample size
+that takes every row of both pools, all draws of a run would be the same samples in another
+order (the same decision): such a cell gets one draw per run. Tables count runs, not draws
+(:mod:`dgpbench.failing_loudly.reporting`).
+
+Pairing. The rows of draw ``i`` of run ``r`` come from
+``default_rng(SeedSequence([seed, 0x464C4744, shift_id, round(fraction * 1e6), n, r, i]))``
 (``shift_id``: 0 for ``none``, else 1 + the position in :data:`dgpbench.shifts.SHIFTS`) and
 depend on nothing else: every representation, test and model sees the same images in draw
-``i`` of a cell, so their detection rates are paired; draw ``i`` does not depend on the number
-of draws (30 draws extend 10). Stochastic tests (MMD's permutations, the domain classifier's
-training) get ``random_state`` from the same key, so they too are paired across models.
+``(r, i)`` of a cell, so their detection rates are paired; draws do not depend on the number
+of draws or runs (6 draws extend 3). Stochastic tests (MMD's permutations, the domain
+classifier's training) get ``random_state`` from the same key, so they too are paired.
 
-Sample sizes larger than a pool are capped: ``n_eff = min(n, cap, pool sizes)`` with
-``cap`` the shift's ``top_n`` (Rabanser et al. use 9000 instead of 10000 for the knock-outs);
-a nominal ``n`` whose ``n_eff`` equals the previous one's is skipped (no cell counted twice).
-
-Differences from Rabanser et al.: they re-apply the shift for each of 5 random runs; here the
-shifted pool is fixed per (seed, shift, fraction) and the draws vary, with at least 30 draws
-and a calibration cell for every method and ``n``.
+Sample sizes larger than a pool are capped: ``n_eff = min(n, cap, pool sizes)`` with ``cap``
+the shift's ``top_n`` (Rabanser et al. use 9000 instead of 10000 for the knock-outs) and the
+pool sizes the smallest over runs (a knock-out's pool size varies with the run's class
+counts); a nominal ``n`` whose ``n_eff`` equals the previous one's is skipped (no cell
+counted twice).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dgpbench.failing_loudly.toolbox import TESTS, ks_batch, make_detector
+from dgpbench.failing_loudly.toolbox import TESTS, decide, ks_batch
 from dgpbench.shifts import SHIFTS
 
 log = logging.getLogger(__name__)
@@ -53,11 +60,14 @@ __all__ = [
     "NS_UNIVARIATE",
     "GridIndices",
     "Method",
+    "RunPools",
     "effective_ns",
     "grid_indices",
     "method_records",
     "parse_method",
     "run_cell",
+    "run_split",
+    "zero_count_draws",
 ]
 
 NS_UNIVARIATE: tuple[int, ...] = (10, 20, 50, 100, 200, 500, 1000, 10000)
@@ -69,6 +79,7 @@ CALIBRATION = "none"
 """The shift name of the calibration cells (fraction 0)."""
 
 _STREAM_TAG = 0x464C4744  # ASCII "FLGD"
+_SPLIT_TAG = 0x464C5350  # ASCII "FLSP": the runs' pool splits
 _MAX_CHUNK_ELEMENTS = 4_000_000  # pooled values per batched KS call (~100 MB peak)
 
 
@@ -118,8 +129,50 @@ def shift_id(shift: str) -> int:
     return 1 + SHIFTS.index(shift)
 
 
-def _key(seed: int, shift: str, fraction: float, n: int, draw: int) -> list[int]:
-    return [int(seed), _STREAM_TAG, shift_id(shift), round(float(fraction) * 1e6), int(n), draw]
+def _key(seed: int, shift: str, fraction: float, n: int, run: int, draw: int) -> list[int]:
+    return [
+        int(seed), _STREAM_TAG, shift_id(shift), round(float(fraction) * 1e6), int(n), run, draw,
+    ]  # fmt: skip
+
+
+def run_split(
+    n_unseen: int, n_ref_pool: int, n_test_pool: int, *, seed: int, run: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The reference and test pools of one run: disjoint rows of the unseen set.
+
+    Parameters
+    ----------
+    n_unseen : int
+        Size of the unseen set (held-out validation images and the test split).
+    n_ref_pool, n_test_pool : int
+        Pool sizes; their sum must not exceed ``n_unseen``.
+    seed : int
+        The pools' seed.
+    run : int
+        The run (``>= 0``); each has its own stream ``SeedSequence([seed, "FLSP", run])``.
+
+    Returns
+    -------
+    ref, test : ndarray of int64
+        Rows of the unseen set, in random order.
+
+    Examples
+    --------
+    >>> ref, test = run_split(30, 10, 20, seed=0, run=0)
+    >>> sorted(set(ref) | set(test)) == list(range(30))
+    True
+    >>> bool((run_split(30, 10, 20, seed=0, run=1)[0] != ref).any())
+    True
+    """
+    if run < 0:
+        raise ValueError(f"run must be >= 0, got {run}")
+    if n_ref_pool < 1 or n_test_pool < 1 or n_ref_pool + n_test_pool > n_unseen:
+        raise ValueError(
+            f"pools of {n_ref_pool} + {n_test_pool} rows do not fit in {n_unseen} unseen images"
+        )
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), _SPLIT_TAG, int(run)]))
+    order = rng.permutation(n_unseen).astype(np.int64)
+    return order[:n_ref_pool], order[n_ref_pool : n_ref_pool + n_test_pool]
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,8 +204,9 @@ def grid_indices(
     shift: str,
     fraction: float,
     n_draws: int,
+    run: int = 0,
 ) -> GridIndices:
-    """Draw the rows of one cell (see the module docstring for the streams).
+    """Draw the rows of one cell of one run (see the module docstring for the streams).
 
     Examples
     --------
@@ -165,7 +219,9 @@ def grid_indices(
         raise ValueError(f"n={n} must be in [1, {n_test_pool}] (the test pool's size)")
     if not n <= ref_size <= n_ref_pool:
         raise ValueError(f"reference size {ref_size} must be in [{n}, {n_ref_pool}]")
-    return _grid_indices(n_ref_pool, n_test_pool, n, ref_size, seed, shift, fraction, n_draws)
+    if run < 0:
+        raise ValueError(f"run must be >= 0, got {run}")
+    return _grid_indices(n_ref_pool, n_test_pool, n, ref_size, seed, shift, fraction, n_draws, run)
 
 
 @functools.lru_cache(maxsize=128)
@@ -178,12 +234,13 @@ def _grid_indices(
     shift: str,
     fraction: float,
     n_draws: int,
+    run: int,
 ) -> GridIndices:
     reference = np.empty((n_draws, ref_size), dtype=np.int64)
     test = np.empty((n_draws, n), dtype=np.int64)
     states = np.empty(n_draws, dtype=np.int64)
     for i in range(n_draws):
-        seq = np.random.SeedSequence(_key(seed, shift, fraction, n, i))
+        seq = np.random.SeedSequence(_key(seed, shift, fraction, n, run, i))
         rng = np.random.default_rng(seq)
         test[i] = rng.choice(n_test_pool, size=n, replace=False)
         reference[i] = rng.choice(n_ref_pool, size=ref_size, replace=False)
@@ -240,7 +297,9 @@ def run_cell(
     n_ref : int
         Reference sample size (``n`` for univariate tests, ``m`` for MMD).
     params : mapping
-        The test's parameters (``alpha``, ``correction``, ``n_permutations``, ...).
+        The test's parameters (``alpha``, ``correction``, ``n_permutations``, ...), and the
+        protocol's choices the toolbox applies (:func:`dgpbench.failing_loudly.toolbox.decide`):
+        ``kernel="rabanser"`` (MMD), ``zero_counts="uniform"`` with ``n_classes`` (chi-squared).
     image_shape : tuple of int, optional
         ``(C, H, W)``: the domain classifier's rows are flattened images.
 
@@ -267,105 +326,156 @@ def run_cell(
         return rejected, p_value
     rejected = np.empty(n_draws, dtype=bool)
     p_value = np.empty(n_draws)
-    stochastic = method.test in ("mmd", "classif")
     for i in range(n_draws):
-        kw = dict(params)
-        if stochastic:
-            kw["random_state"] = int(indices.random_state[i])
-        det = make_detector(method.test, **kw)
         ref, test = f_ref[ref_rows[i]], f_test[indices.test[i]]
         if image_shape is not None:
             ref = ref.reshape(len(ref), *image_shape)
             test = test.reshape(len(test), *image_shape)
-        result = det.fit(ref).test(test)
-        rejected[i] = bool(result.is_drift)
-        p_value[i] = float(np.min(getattr(result, "p_value", getattr(result, "p_val", np.nan))))
+        rejected[i], p_value[i] = decide(
+            method.test, ref, test, random_state=int(indices.random_state[i]), **params
+        )
     return rejected, p_value
 
 
+def zero_count_draws(
+    f_ref: np.ndarray, f_test: np.ndarray, indices: GridIndices, n_ref: int, n_classes: int
+) -> np.ndarray:
+    """Per draw, whether a class has no prediction in the reference or the test sample (where
+    Rabanser et al.'s chi-squared test returns a U(0, 1) p-value).
+
+    Examples
+    --------
+    >>> idx = GridIndices(np.array([[0, 1]]), np.array([[0, 1]]), np.array([0]))
+    >>> zero_count_draws(np.array([[0], [1]]), np.array([[0], [0]]), idx, 2, 2).tolist()
+    [True]
+    """
+    out = np.empty(len(indices.test), dtype=bool)
+    for i, (ref_rows, test_rows) in enumerate(zip(indices.reference, indices.test, strict=True)):
+        ref = np.bincount(np.asarray(f_ref[ref_rows[:n_ref]]).astype(np.int64).ravel(),
+                          minlength=n_classes)  # fmt: skip
+        test = np.bincount(np.asarray(f_test[test_rows]).astype(np.int64).ravel(),
+                           minlength=n_classes)  # fmt: skip
+        out[i] = bool((ref == 0).any() or (test == 0).any())
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class RunPools:
+    """Features of one run's pools.
+
+    Attributes
+    ----------
+    reference : ndarray of shape (N_ref, d)
+        The run's reference pool.
+    pools : mapping (shift, fraction) -> ndarray of shape (M, d)
+        The run's test pools: ``("none", 0.0)`` the clean one (calibration), the others
+        shifted (built lazily by the caller if it likes).
+    """
+
+    reference: np.ndarray
+    pools: Mapping[tuple[str, float], np.ndarray]
+
+
 def method_records(
-    f_ref: np.ndarray,
-    pools: Mapping[tuple[str, float], np.ndarray],
+    runs: Sequence[RunPools],
     method: Method,
     *,
     ns: Iterable[int],
     n_draws: int,
     seed: int,
     params: Mapping[str, Any],
-    multivariate_ref: int | None = 1000,
+    multivariate_ref: int | None = None,
     top_n: Mapping[str, int] | None = None,
     image_shape: tuple[int, ...] | None = None,
+    pool_sizes: Mapping[tuple[str, float], int] | None = None,
 ) -> pd.DataFrame:
-    """Every draw of one method over the cells of ``pools``.
+    """Every draw of one method over the cells and runs of ``runs``.
 
     Parameters
     ----------
-    f_ref : ndarray of shape (N_ref, d)
-        Features of the reference pool.
-    pools : mapping (shift, fraction) -> ndarray of shape (M, d)
-        Features of each test pool: ``("none", 0.0)`` the clean one (calibration), the
-        others shifted.
+    runs : sequence of RunPools
+        One entry per independent run (run ``r`` is ``runs[r]``); every run has the same
+        cells.
     method : Method
         The representation and test.
     ns : iterable of int
         Nominal sample sizes.
     n_draws : int
-        Draws per cell.
+        Draws per cell and run (one where a draw takes every row of both pools).
     seed : int
         The grid's seed (pairs the draws).
     params : mapping
-        The test's parameters.
-    multivariate_ref : int or None, default=1000
-        Reference size ``m`` of MMD (capped by the reference pool); ``None``: ``m = n``.
+        The test's parameters (see :func:`run_cell`).
+    multivariate_ref : int or None, default=None
+        Reference size ``m`` of MMD (capped by the reference pool); ``None``: ``m = n``
+        (Rabanser et al.'s code).
     top_n : mapping shift -> int, optional
         Per-shift cap on ``n`` (e.g. ``{"ko_shift": 9000}``).
     image_shape : tuple of int, optional
         For the domain classifier.
+    pool_sizes : mapping (shift, fraction) -> int, optional
+        The smallest test pool of each cell over the runs; computed from ``runs`` if not
+        given (which builds every pool once more).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``shift``, ``fraction``, ``n``, ``n_eff``, ``n_ref``, ``draw``, ``rejected``,
-        ``p_value``.
+        Columns ``shift``, ``fraction``, ``n``, ``n_eff``, ``n_ref``, ``run``, ``draw``,
+        ``rejected``, ``p_value``; and ``fallback`` for chi-squared with
+        ``zero_counts="uniform"`` (:func:`zero_count_draws`).
     """
+    if not runs:
+        raise ValueError("no runs to draw from")
     top_n = dict(top_n or {})
+    cells = list(runs[0].pools)
+    if any(list(r.pools) != cells for r in runs[1:]):
+        raise ValueError("every run must hold the same cells")
+    n_ref_pool = min(len(r.reference) for r in runs)
+    if pool_sizes is None:
+        pool_sizes = {c: min(len(r.pools[c]) for r in runs) for c in cells}
     frames = []
-    n_ref_pool = len(f_ref)
-    for (shift, fraction), f_test in pools.items():
-        for n, n_eff in effective_ns(ns, len(f_test), n_ref_pool, top_n.get(shift)):
-            if method.dimension == "multivariate" and multivariate_ref is not None:
-                n_ref = min(max(n_eff, int(multivariate_ref)), n_ref_pool)
-            else:
-                n_ref = n_eff
-            # One reference draw serves both kinds of test: R = max(n, m) (paired).
-            ref_size = min(max(n_eff, int(multivariate_ref or 0)), n_ref_pool)
-            idx = grid_indices(
-                n_ref_pool,
-                len(f_test),
-                n_eff,
-                ref_size,
-                seed=seed,
-                shift=shift,
-                fraction=fraction,
-                n_draws=n_draws,
-            )
-            rejected, p_value = run_cell(
-                f_ref, f_test, method, idx, n_ref=n_ref, params=params, image_shape=image_shape
-            )
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "shift": shift,
-                        "fraction": float(fraction),
-                        "n": n,
-                        "n_eff": n_eff,
-                        "n_ref": n_ref,
-                        "draw": np.arange(n_draws),
-                        "rejected": rejected,
-                        "p_value": p_value,
-                    }
+    for shift, fraction in cells:
+        sizes = effective_ns(ns, pool_sizes[(shift, fraction)], n_ref_pool, top_n.get(shift))
+        for r, run in enumerate(runs):
+            f_test = run.pools[(shift, fraction)]
+            for n, n_eff in sizes:
+                if method.dimension == "multivariate" and multivariate_ref is not None:
+                    n_ref = min(max(n_eff, int(multivariate_ref)), n_ref_pool)
+                else:
+                    n_ref = n_eff
+                # One reference draw serves both kinds of test: R = max(n, m) (paired).
+                ref_size = min(max(n_eff, int(multivariate_ref or 0)), n_ref_pool)
+                # A draw that takes every row of both pools is the same in every draw.
+                whole = n_eff == len(f_test) and ref_size == len(run.reference)
+                idx = grid_indices(
+                    len(run.reference), len(f_test), n_eff, ref_size, seed=seed, shift=shift,
+                    fraction=fraction, n_draws=1 if whole else n_draws, run=r,
+                )  # fmt: skip
+                rejected, p_value = run_cell(
+                    run.reference, f_test, method, idx, n_ref=n_ref, params=params,
+                    image_shape=image_shape,
+                )  # fmt: skip
+                extra = {}
+                if method.test == "chi2" and params.get("zero_counts") == "uniform":
+                    extra["fallback"] = zero_count_draws(
+                        run.reference, f_test, idx, n_ref, int(params["n_classes"])
+                    )
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "shift": shift,
+                            "fraction": float(fraction),
+                            "n": n,
+                            "n_eff": n_eff,
+                            "n_ref": n_ref,
+                            "run": r,
+                            "draw": np.arange(len(rejected)),
+                            "rejected": rejected,
+                            "p_value": p_value,
+                            **extra,
+                        }
+                    )
                 )
-            )
-            log.debug("%s %s@%g n=%d: %d/%d", method.name, shift, fraction, n_eff,
-                      int(rejected.sum()), n_draws)  # fmt: skip
+                log.debug("%s %s@%g run %d n=%d: %d/%d", method.name, shift, fraction, r, n_eff,
+                          int(rejected.sum()), len(rejected))  # fmt: skip
     return pd.concat(frames, ignore_index=True)

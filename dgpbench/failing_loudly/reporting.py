@@ -1,24 +1,33 @@
-"""Failing loudly's tables and figure, with dgpbench's rows added and intervals throughout.
+"""Failing loudly's tables and figure, with dgpbench's rows added and honest intervals throughout.
 
 Records (one row per draw, written by ``dgpbench fl-detect``) carry ``dataset``, ``model``,
 ``kind``, ``method`` (``representation+test``), ``dimension``, ``shift``, ``fraction``, ``n``,
-``draw``, ``rejected``. A table *row* is a method, and for methods that read a classifier
-(BBSD, DGP, TU, MAGDiff) the method on one model family: ``bbsds+ks [cnn]``; the models of a
-family (widths, depths, seeds) are pooled.
+``run``, ``draw``, ``rejected``. A table *row* is a method, and for methods that read a
+classifier (BBSD, DGP, TU, MAGDiff) the method on one model family: ``bbsds+ks [cnn]``; the
+models of a family (widths, depths, seeds) are pooled.
 
 - Table 1a (:func:`accuracy_table`): detection accuracy per row and sample size, pooled over
-  shifts, fractions and draws, with Wilson 95% intervals (Rabanser et al.'s Table 1a).
-- Table 1b (:func:`best_table`): per shift class, the best univariate and the best
-  multivariate row (pooled over fractions, sample sizes and draws), and each topological
-  row's accuracy and rank among all rows.
+  shifts, fractions and draws (Rabanser et al.'s Table 1a); under ``protocol: rabanser`` also
+  pooled over the data sets, as their table pools MNIST and CIFAR-10
+  (:func:`pooled_accuracy_table`).
+- Table 1b (:func:`rabanser_table1b`): as theirs, the accuracy of BBSDs + KS and UAE + MMD
+  per shift class and ``n``.
+- Best per shift class (:func:`best_table`, ``fl_best_per_shift``): per shift class, the best
+  univariate and the best multivariate row, and each topological row's accuracy and rank.
 - False positives (:func:`false_positive_table`): per row and ``n``, the share of calibration
-  draws (shift ``none``) that rejected, with a Clopper-Pearson 95% interval; a cell whose
-  interval lies wholly above alpha is marked and listed in the summary.
-- Figure (:func:`accuracy_figure`): accuracy vs ``n`` per row, one panel per shift class.
+  draws (shift ``none``) that rejected; a cell whose interval lies wholly above alpha is
+  marked and listed in the summary.
+- Figure (:func:`accuracy_figure`): accuracy by method and shift class, one heatmap per
+  sample size.
 
-Wilson intervals count draws as independent; draws pooled over shifts, fractions and models
-are (different images), draws of one cell are too; the intervals ignore the variation between
-trained models.
+Intervals (:func:`proportion_cells`). Draws of one run share its pools, so they are not
+independent; runs are (:mod:`dgpbench.failing_loudly.grid`). Every 95% interval is the hull
+of two: a percentile bootstrap over the independent units, the (data set, run) pairs
+(resampled with replacement, a unit's draws kept together; :data:`N_BOOTSTRAP` resamples
+from a fixed seed), and the Wilson interval of the draws (what the draws would give were they
+independent: no honest interval is narrower). With one unit the bootstrap part is undefined
+and the interval is Wilson's over that unit's draws, flagged by ``units = 1``. The intervals
+ignore the variation between trained models.
 """
 
 from __future__ import annotations
@@ -38,15 +47,22 @@ from dgpbench.tables import to_markdown
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "N_BOOTSTRAP",
     "TOPOLOGICAL",
     "accuracy_figure",
     "accuracy_table",
     "best_table",
     "false_positive_table",
+    "pooled_accuracy_table",
     "proportion_cells",
+    "rabanser_table1b",
     "table_rows",
     "write_report",
 ]
+
+N_BOOTSTRAP = 2000
+"""Bootstrap resamples of the runs per interval."""
+_BOOTSTRAP_SEED = 20191208  # fixed: the same records give the same intervals
 
 TOPOLOGICAL: tuple[str, ...] = ("dgp", "dgp_approx", "tu", "magdiff")
 """dgpbench's representations added to Rabanser et al.'s rows."""
@@ -63,36 +79,60 @@ def table_rows(records: pd.DataFrame) -> pd.Series:
 def proportion_cells(
     records: pd.DataFrame, by: Sequence[str], method: str = "wilson"
 ) -> pd.DataFrame:
-    """Share of rejected draws per group with a 95% interval of ``binomtest``.
+    """Share of rejected draws per group with a 95% interval that counts the independent runs.
+
+    The interval is the hull of a percentile bootstrap over the (data set, run) units and the
+    interval of ``scipy.stats.binomtest(k, count).proportion_ci(method=...)`` of the draws
+    (module docstring).
 
     Parameters
     ----------
     records : pandas.DataFrame
-        With a boolean ``rejected`` column and the ``by`` columns.
+        With a boolean ``rejected`` column, the ``by`` columns and, for the bootstrap, ``run``
+        (and ``dataset``); records without ``run`` count as one unit.
     by : sequence of str
         Grouping columns.
     method : {"wilson", "exact"}
-        ``scipy.stats.binomtest(k, n).proportion_ci(method=...)``; ``exact`` is
-        Clopper-Pearson.
+        The draws' binomial interval; ``exact`` is Clopper-Pearson.
 
     Returns
     -------
     pandas.DataFrame
-        ``by`` columns, ``k``, ``count``, ``rate``, ``ci_low``, ``ci_high``.
+        ``by`` columns, ``k``, ``count``, ``units`` (independent runs), ``rate``,
+        ``ci_low``, ``ci_high``.
     """
     if records.empty:
         raise ValueError("no records to aggregate")
-    grouped = records.groupby(list(by), sort=True, observed=True)["rejected"]
-    cells = grouped.agg(k="sum", count="size").reset_index()
-    cells["k"] = cells["k"].astype(np.int64)
-    cells["rate"] = cells["k"] / cells["count"]
-    bounds = [
-        binomtest(int(k), int(c)).proportion_ci(confidence_level=0.95, method=method)
-        for k, c in zip(cells["k"], cells["count"], strict=True)
-    ]
-    cells["ci_low"] = [b.low for b in bounds]
-    cells["ci_high"] = [b.high for b in bounds]
-    return cells
+    by = list(by)
+    rec = records.assign(_unit=_units(records), rejected=records["rejected"].astype(bool))
+    per_unit = (
+        rec.groupby([*by, "_unit"], sort=True, observed=True)["rejected"]
+        .agg(k="sum", count="size")
+        .reset_index()
+    )
+    rng = np.random.default_rng(_BOOTSTRAP_SEED)
+    rows = []
+    for key, group in per_unit.groupby(by, sort=True, observed=True):
+        k_u = group["k"].to_numpy(np.float64)
+        c_u = group["count"].to_numpy(np.float64)
+        k, count = int(k_u.sum()), int(c_u.sum())
+        ci = binomtest(k, count).proportion_ci(confidence_level=0.95, method=method)
+        low, high = ci.low, ci.high
+        if len(k_u) >= 2:
+            w = rng.multinomial(len(k_u), np.full(len(k_u), 1.0 / len(k_u)), size=N_BOOTSTRAP)
+            boot = (w @ k_u) / (w @ c_u)
+            b_low, b_high = np.quantile(boot, [0.025, 0.975])
+            low, high = min(low, float(b_low)), max(high, float(b_high))
+        rows.append([*(key if isinstance(key, tuple) else (key,)), k, count, len(k_u),
+                     k / count, low, high])  # fmt: skip
+    return pd.DataFrame(rows, columns=[*by, "k", "count", "units", "rate", "ci_low", "ci_high"])
+
+
+def _units(records: pd.DataFrame) -> pd.Series:
+    """The independent unit of each record: its (data set, run)."""
+    run = records["run"].astype(str) if "run" in records else pd.Series("0", index=records.index)
+    dataset = records["dataset"].astype(str) if "dataset" in records else ""
+    return dataset + "/" + run
 
 
 def _text(rate: float, low: float, high: float) -> str:
@@ -103,6 +143,8 @@ def _with_rows(records: pd.DataFrame) -> pd.DataFrame:
     out = records.copy()
     out["row"] = table_rows(out)
     out["rejected"] = out["rejected"].astype(bool)
+    if "test" not in out:  # records that predate the column
+        out["test"] = out["method"].astype(str).str.rpartition("+")[2]
     return out
 
 
@@ -110,10 +152,61 @@ def _shifted(records: pd.DataFrame) -> pd.DataFrame:
     return records[records["shift"] != CALIBRATION]
 
 
+def protocol_of(records: pd.DataFrame) -> str:
+    """The protocol the records were made under (``dgpbench`` for records that predate it).
+
+    Raises
+    ------
+    ValueError
+        If the records mix protocols.
+    """
+    if "protocol" not in records:
+        return "dgpbench"
+    found = sorted(set(records["protocol"].astype(str)))
+    if len(found) != 1:
+        raise ValueError(f"the records mix protocols {found}: report each on its own")
+    return found[0]
+
+
+def _carry_forward(records: pd.DataFrame) -> pd.DataFrame:
+    """Rabanser et al.'s summary script: a shift whose pool is too small for the largest
+    ``n`` (only-zero, ~1000 images) enters that ``n`` with its largest ``n``'s draws."""
+    out = [records]
+    for _, group in records.groupby(["dataset", "method", "shift"], sort=False):
+        largest = group["n"].max()
+        wanted = records.loc[records["method"] == group["method"].iloc[0], "n"].unique()
+        for n in wanted[wanted > largest]:
+            out.append(group[group["n"] == largest].assign(n=n))
+    return pd.concat(out, ignore_index=True)
+
+
 def accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Table 1a: accuracy per (dataset, dimension, row, n) with Wilson intervals."""
-    cells = proportion_cells(_shifted(_with_rows(records)), ["dataset", "dimension", "row", "n"])
-    return cells
+    """Table 1a: accuracy per (dataset, dimension, row, n) with intervals over runs."""
+    rec = _shifted(_with_rows(records))
+    if protocol_of(records) == "rabanser":
+        rec = _carry_forward(rec)
+    return proportion_cells(rec, ["dataset", "dimension", "row", "n"])
+
+
+def pooled_accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Table 1a pooled over the data sets, as Rabanser et al.'s (MNIST with CIFAR-10):
+    accuracy per (dimension, row, n); the units are the (data set, run) pairs."""
+    rec = _carry_forward(_shifted(_with_rows(records)))
+    return proportion_cells(rec, ["dimension", "row", "n"])
+
+
+RABANSER_TABLE1B: tuple[str, ...] = ("bbsds+ks", "uae+mmd")
+"""The two methods of Rabanser et al.'s Table 1b (their best univariate and multivariate)."""
+
+
+def rabanser_table1b(records: pd.DataFrame) -> pd.DataFrame:
+    """Table 1b as theirs: accuracy of BBSDs + KS and UAE + MMD per (dataset, shift, row, n),
+    pooled over fractions and draws (one row per model family for BBSDs)."""
+    rec = _with_rows(_shifted(records))
+    rec = rec[rec["method"].isin(RABANSER_TABLE1B)]
+    if rec.empty:
+        raise ValueError(f"the records hold none of Table 1b's methods {list(RABANSER_TABLE1B)}")
+    return proportion_cells(rec, ["dataset", "shift", "row", "n"])
 
 
 def best_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -145,8 +238,9 @@ def best_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def false_positive_table(records: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    """False-positive rate per (dataset, row, n) of the calibration draws, Clopper-Pearson
-    intervals, and ``above_alpha`` where the whole interval lies above ``alpha``."""
+    """False-positive rate per (dataset, row, n) of the calibration draws, intervals over the
+    runs (hull with Clopper-Pearson's of the draws: :func:`proportion_cells`), and
+    ``above_alpha`` where the whole interval lies above ``alpha``."""
     rec = _with_rows(records)
     rec = rec[rec["shift"] == CALIBRATION]
     if rec.empty:
@@ -161,8 +255,18 @@ def _wide(cells: pd.DataFrame, index: list[str], text: pd.Series) -> pd.DataFram
     return frame.pivot(index=index, columns="n", values="text").fillna("")
 
 
+FIGURE_NS: tuple[int, ...] = (10, 100, 1000, 10000)
+"""Sample sizes the figure shows (those run; else the run's smallest, middle and largest)."""
+
+
 def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike) -> list[Path]:
-    """Accuracy vs ``n`` (log axis) per row, one panel per shift class, for one data set."""
+    """Detection accuracy of every row on every shift class, one heatmap per sample size.
+
+    Rows (methods, grouped by test family and sorted by mean accuracy within it) against
+    shift classes (pooled over fractions, runs and draws); the cell's number is the accuracy
+    in percent; topological rows (DGP, dgp_approx, TU, MAGDiff) are marked with a bullet and
+    bold labels. A method not run at a size is blank.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -172,38 +276,111 @@ def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike
     shifts = list(dict.fromkeys(rec["shift"]))
     if not shifts:
         raise ValueError(f"no shifted records of data set {dataset!r}")
-    cells = proportion_cells(rec, ["shift", "dimension", "row", "n"])
-    ncol = min(3, len(shifts))
-    nrow = -(-len(shifts) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.2 * nrow), squeeze=False)
-    for ax, shift in zip(axes.flat, shifts, strict=False):
-        sub = cells[cells["shift"] == shift]
-        for (dim, row), line in sub.groupby(["dimension", "row"], sort=True):
-            style = "-o" if dim == "univariate" else "--s"
-            (drawn,) = ax.plot(line["n"], line["rate"], style, markersize=3, label=row)
-            ax.fill_between(
-                line["n"], line["ci_low"], line["ci_high"], color=drawn.get_color(), alpha=0.15
-            )
-        ax.set_xscale("log")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_title(shift, fontsize=9)
-        ax.set_xlabel("sample size n")
-        ax.set_ylabel("detection accuracy")
-    for ax in list(axes.flat)[len(shifts) :]:
-        ax.set_axis_off()
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
-    fig.suptitle(f"Failing loudly's grid on {dataset}: accuracy vs n (95% Wilson bands)")
-    fig.tight_layout(rect=(0, 0.04 + 0.02 * (len(labels) // 4), 1, 0.97))
-    paths = save_figure(fig, stem)
+    grouped = rec.groupby(["test", "row", "shift", "n"], sort=True)["rejected"].mean()
+    rates = grouped.rename("rate").reset_index()
+    ns_run = sorted(rates["n"].unique())
+    ns = [n for n in FIGURE_NS if n in ns_run]
+    if len(ns) < 2:
+        ns = sorted({ns_run[0], ns_run[len(ns_run) // 2], ns_run[-1]})
+    family = {"ks": 0, "chi2": 1, "classif": 2, "mmd": 3}
+    order = (
+        rates.groupby(["test", "row"])["rate"].mean().reset_index()
+        .assign(f=lambda d: d["test"].map(family).fillna(9))
+        .sort_values(["f", "rate"], ascending=[True, False])
+    )  # fmt: skip
+    rows = order["row"].tolist()
+    tests = order["test"].tolist()
+    fig, axes = plt.subplots(
+        1, len(ns), figsize=(2.0 + 0.55 * len(shifts) * len(ns), 1.6 + 0.28 * len(rows)),
+        squeeze=False, sharey=True,
+    )  # fmt: skip
+    image = None
+    for ax, n in zip(axes[0], ns, strict=True):
+        table = (
+            rates[rates["n"] == n].pivot(index="row", columns="shift", values="rate")
+            .reindex(index=rows, columns=shifts)
+        )  # fmt: skip
+        values = table.to_numpy(dtype=float)
+        image = ax.imshow(values, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for (i, j), v in np.ndenumerate(values):
+            if np.isfinite(v):
+                ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=6,
+                        color="black" if v > 0.6 else "white")  # fmt: skip
+        for i in range(1, len(tests)):  # a line between test families
+            if tests[i] != tests[i - 1]:
+                ax.axhline(i - 0.5, color="white", linewidth=2)
+        ax.set_xticks(range(len(shifts)))
+        ax.set_xticklabels([sh.replace("_shift", "") for sh in shifts], rotation=60,
+                           ha="right", fontsize=7)  # fmt: skip
+        ax.set_title(f"n = {n}", fontsize=9)
+    ax0 = axes[0][0]
+    ax0.set_yticks(range(len(rows)))
+    labels = [("\u2022 " if r.split("+")[0] in TOPOLOGICAL else "") + r for r in rows]
+    ax0.set_yticklabels(labels, fontsize=7)
+    for tick, row in zip(ax0.get_yticklabels(), rows, strict=True):
+        if row.split("+")[0] in TOPOLOGICAL:
+            tick.set_fontweight("bold")
+    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.02, pad=0.01, label="detection accuracy")
+    fig.suptitle(
+        f"Failing loudly's grid on {dataset}: detection accuracy (%) by method and shift "
+        "class (pooled over fractions and runs; \u2022 bold: topological rows)",
+        fontsize=9,
+    )
+    paths = save_figure(fig, stem, bbox_inches="tight")
     plt.close(fig)
     return paths
+
+
+INTERVALS = (
+    "95% intervals: hull of a percentile bootstrap over the independent runs (the (data set, "
+    "run) units: {units}) and the {binomial} interval of the draws"
+)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula, made plain text (a leading ``'``)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell, index entry and column name made inert (tags such as
+    ``--tag dataset==HYPERLINK(...)`` reach the tables as labels)."""
+    out = frame.copy()
+    for col in out.columns:
+        if _texty(out[col]):
+            out[col] = out[col].map(_inert)
+    for axis in ("index", "columns"):
+        labels = getattr(out, axis)
+        if isinstance(labels, pd.MultiIndex):
+            levels = [lv.map(_inert) if _texty(lv) else lv for lv in labels.levels]
+            setattr(out, axis, labels.set_levels(levels))
+        elif _texty(labels):
+            setattr(out, axis, labels.map(_inert))
+    return out
+
+
+def _texty(values: pd.Series | pd.Index) -> bool:
+    return pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)
+
+
+def _units_text(cells: pd.DataFrame) -> str:
+    lo, hi = int(cells["units"].min()), int(cells["units"].max())
+    return f"{lo} per cell" if lo == hi else f"{lo}-{hi} per cell"
 
 
 def write_report(
     records: pd.DataFrame, out_dir: str | os.PathLike, *, alpha: float
 ) -> dict[str, Path]:
-    """Write Tables 1a and 1b, the false-positive table (CSV and Markdown) and the summary.
+    """Write Table 1a, Table 1b, the best rows per shift class, the false-positive table (CSV
+    and Markdown) and the summary.
+
+    Under ``protocol: rabanser`` Table 1a also pools the data sets (rows ``dataset =
+    "pooled"``), as Rabanser et al.'s does.
 
     Returns
     -------
@@ -212,32 +389,88 @@ def write_report(
     """
     out = Path(out_dir)
     written: dict[str, Path] = {}
+    protocol = protocol_of(records)
 
     acc = accuracy_table(records)
-    write_csv(out / "fl_table1a_accuracy.csv", acc, float_format="%.6g")
+    if protocol == "rabanser" and records["dataset"].nunique() > 1:
+        acc = pd.concat([acc, pooled_accuracy_table(records).assign(dataset="pooled")])
+    acc.insert(0, "protocol", protocol)
+    write_csv(out / "fl_table1a_accuracy.csv", _inert_frame(acc), float_format="%.6g")
     md = []
     for (dataset, dim), sub in acc.groupby(["dataset", "dimension"], sort=True):
         text = pd.Series(
             [_text(r, lo, hi) for r, lo, hi in zip(sub.rate, sub.ci_low, sub.ci_high, strict=True)]
         )
         wide = _wide(sub.reset_index(drop=True), ["row"], text)
-        md.append(to_markdown(wide, f"{dataset}, {dim} tests: detection accuracy (%) by n"))
+        caption = (
+            f"{dataset}, {dim} tests: detection accuracy (%) by n, protocol {protocol}; "
+            + INTERVALS.format(units=_units_text(sub), binomial="Wilson")
+        )
+        md.append(to_markdown(_inert_frame(wide), caption))
     write_text(out / "fl_table1a_accuracy.md", "\n".join(md))
     written["table1a"] = out / "fl_table1a_accuracy.csv"
 
+    try:
+        t1b = rabanser_table1b(records)
+    except ValueError as exc:
+        t1b = pd.DataFrame(columns=["dataset", "shift", "row", "n", "k", "count", "units",
+                                    "rate", "ci_low", "ci_high"])  # fmt: skip
+        t1b_md = f"Table 1b: {exc}.\n"
+    else:
+        md = []
+        for (dataset, row), sub in t1b.groupby(["dataset", "row"], sort=True):
+            text = pd.Series([_text(r, lo, hi) for r, lo, hi
+                              in zip(sub.rate, sub.ci_low, sub.ci_high, strict=True)])  # fmt: skip
+            wide = _wide(sub.reset_index(drop=True), ["shift"], text)
+            md.append(to_markdown(_inert_frame(wide), (
+                f"{dataset}, {row}: detection accuracy (%) per shift class and n (Rabanser "
+                f"et al.'s Table 1b), protocol {protocol}; "
+                + INTERVALS.format(units=_units_text(sub), binomial="Wilson")
+            )))  # fmt: skip
+        t1b_md = "\n".join(md)
+    write_csv(out / "fl_table1b.csv", _inert_frame(t1b), float_format="%.6g")
+    write_text(out / "fl_table1b.md", t1b_md)
+    written["table1b"] = out / "fl_table1b.csv"
+
     best = best_table(records)
-    write_csv(out / "fl_table1b_best.csv", best, float_format="%.6g")
+    write_csv(out / "fl_best_per_shift.csv", _inert_frame(best), float_format="%.6g")
     show = best.drop(columns=[c for c in best if c.endswith("_accuracy")]).set_index(
         ["dataset", "shift"]
     )
     write_text(
-        out / "fl_table1b_best.md",
-        to_markdown(show.fillna(""), "Best univariate and multivariate method per shift class"),
+        out / "fl_best_per_shift.md",
+        to_markdown(
+            _inert_frame(show.fillna("")),
+            "Best univariate and multivariate method per shift class (dgpbench's table; "
+            "pooled over fractions, n and draws); "
+            + INTERVALS.format(units="every run of the data set", binomial="Wilson"),
+        ),
     )
-    written["table1b"] = out / "fl_table1b_best.csv"
+    written["best_per_shift"] = out / "fl_best_per_shift.csv"
+
+    from dgpbench.failing_loudly.ranks import rank_table
+
+    ranks = rank_table(_with_rows(records), alpha=alpha)
+    write_csv(out / "fl_ranks.csv", _inert_frame(ranks), float_format="%.6g")
+    md = []
+    if not ranks.empty:
+        for (scope, dim), sub in ranks.groupby(["scope", "dimension"], sort=True):
+            ranked = sub[sub["position"].notna()]
+            head = ranked.iloc[0]
+            table = ranked.set_index("row")[["mean_rank", "p_vs_best", "differs_from_best"]]
+            left = sub.loc[sub["position"].isna(), "row"].tolist()
+            md.append(to_markdown(_inert_frame(table.round(3)), (
+                f"{scope}, {dim} tests: mean rank of detection accuracy over "
+                f"{int(head['blocks'])} (shift, fraction, n) blocks (1 = best), protocol "
+                f"{protocol}; Friedman chi2 = {head['friedman_chi2']:.2f}, p = "
+                f"{head['friedman_p']:.3g}; p_vs_best: Nemenyi's test against the first row"
+                + (f"; not ranked (run at fewer sizes): {', '.join(left)}" if left else "")
+            )))  # fmt: skip
+    write_text(out / "fl_ranks.md", "\n".join(md) or "No ranking: too few methods or blocks.\n")
+    written["ranks"] = out / "fl_ranks.csv"
 
     fp = false_positive_table(records, alpha)
-    write_csv(out / "fl_false_positives.csv", fp, float_format="%.6g")
+    write_csv(out / "fl_false_positives.csv", _inert_frame(fp), float_format="%.6g")
     text = pd.Series(
         [
             _text(r, lo, hi) + (" **!**" if flag else "")
@@ -249,9 +482,10 @@ def write_report(
         wide = _wide(sub.reset_index(drop=True), ["dimension", "row"], sub["text"])
         md.append(
             to_markdown(
-                wide,
-                f"{dataset}: false-positive rate (%) under no shift, Clopper-Pearson 95% "
-                f"(**!**: interval wholly above alpha = {alpha:g})",
+                _inert_frame(wide),
+                f"{dataset}: false-positive rate (%) under no shift, protocol {protocol}; "
+                + INTERVALS.format(units=_units_text(sub), binomial="Clopper-Pearson")
+                + f" (**!**: interval wholly above alpha = {alpha:g})",
             )
         )
     write_text(out / "fl_false_positives.md", "\n".join(md))
@@ -261,16 +495,31 @@ def write_report(
     lines = [
         "# Failing loudly's grid: summary",
         "",
-        f"- records: {len(records)} draws; data sets: {', '.join(sorted(records.dataset.unique()))}",
+        f"- protocol: {protocol}; records: {len(records)} draws in "
+        f"{records['run'].nunique() if 'run' in records else 1} independent runs per data set; "
+        f"data sets: {', '.join(sorted(records.dataset.unique()))}",
         f"- methods: {records['method'].nunique()}; shifts: "
         f"{', '.join(s for s in dict.fromkeys(records['shift']) if s != CALIBRATION)}",
         f"- false-positive cells wholly above alpha = {alpha:g}: {len(flagged)} of {len(fp)}",
     ]
     lines += [
         f"  - {r.dataset}, {r.row}, n = {r.n}: {_text(r.rate, r.ci_low, r.ci_high)} "
-        f"({r.k}/{r['count']})"
+        f"({r.k}/{r['count']} draws, {r.units} runs)"
         for _, r in flagged.iterrows()
     ]
+    acc_units = acc[acc["dataset"] != "pooled"]["units"]
+    lines.append(
+        f"- independent runs per accuracy cell: {int(acc_units.min())}-{int(acc_units.max())}"
+        + (" (fewer than 5: intervals rough)" if acc_units.min() < 5 else "")
+    )
+    if "fallback" in records and records["fallback"].notna().any():
+        fb = records[records["fallback"].notna()]
+        share = fb.groupby("n")["fallback"].mean().mul(100).round(1)
+        lines.append(
+            "- chi-squared draws whose p-value is Rabanser et al.'s U(0, 1) fallback (a class "
+            "with no prediction in a sample), % by n: "
+            + ", ".join(f"n = {n}: {v:g}" for n, v in share.items())
+        )
     write_text(out / "fl_summary.md", "\n".join(lines) + "\n")
     written["summary"] = out / "fl_summary.md"
     return written

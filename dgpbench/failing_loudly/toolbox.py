@@ -11,6 +11,18 @@ equal sample sizes and a Bonferroni (or FDR, or no) correction, identical to
 ``KSShiftDetector(alpha, correction).fit(ref).test(test)`` draw by draw but many draws per
 call, and indifferent to constant features (a pixel that is 0 in every image gets p = 1, as
 ``scipy.stats.ks_2samp`` gives it, where the detector refuses constant references).
+
+:func:`decide` is the one call the grid makes per draw; it applies the protocol's choices
+where Rabanser et al.'s code differs from dgpbench's detectors (``protocol: rabanser``,
+docs/failing-loudly.md "Protocols"):
+
+- MMD's kernel ``exp(-|a - b|^2 / med)`` with ``med`` the median Euclidean distance between
+  the reference and the test rows (their ``shift_tester.py``: ``distance.cdist(X_tr, X_te)``,
+  ``alphas=[1 / median_dist]`` of ``torch_two_sample.MMDStatistic``, whose kernel is
+  ``exp(-alpha d^2)``): :func:`rabanser_bandwidth` turns it into the detector's
+  ``exp(-d^2 / (2 sigma^2))`` with ``sigma = sqrt(med / 2)``;
+- the chi-squared test's zero-count rule (:func:`rabanser_chi2`): where a class has no
+  prediction in either sample, their ``test_chi2_shift`` returns ``random.uniform(0, 1)``.
 """
 
 from __future__ import annotations
@@ -22,9 +34,12 @@ import numpy as np
 __all__ = [
     "MODEL_FREE",
     "TESTS",
+    "decide",
     "ks_batch",
     "make_detector",
     "make_representation",
+    "rabanser_bandwidth",
+    "rabanser_chi2",
 ]
 
 TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif")
@@ -54,6 +69,136 @@ def make_detector(test: str, **params: Any) -> Any:
     from dgpbench.detectors import make_detector as _make
 
     return _make(test, **params)
+
+
+def rabanser_bandwidth(ref: np.ndarray, test: np.ndarray) -> float:
+    """``sigma`` of the detector's ``exp(-d^2 / (2 sigma^2))`` that gives Rabanser et al.'s kernel.
+
+    Their kernel is ``exp(-d^2 / med)`` with ``med`` the median Euclidean distance over the
+    ``len(ref) * len(test)`` cross pairs (not over pooled pairs): ``sigma = sqrt(med / 2)``.
+    The kernel is fixed by the observed split and kept for every permutation, as theirs.
+
+    Examples
+    --------
+    >>> ref, test = np.zeros((2, 1)), np.array([[1.0], [3.0], [3.0]])
+    >>> round(rabanser_bandwidth(ref, test) ** 2 * 2, 12)  # med = median(1, 3, 3, 1, 3, 3)
+    3.0
+    """
+    from scipy.spatial.distance import cdist
+
+    ref = np.asarray(ref, dtype=np.float64).reshape(len(ref), -1)
+    test = np.asarray(test, dtype=np.float64).reshape(len(test), -1)
+    med = float(np.median(cdist(ref, test, "euclidean")))
+    if not (np.isfinite(med) and med > 0):
+        raise ValueError(
+            f"the median distance between reference and test rows is {med}: Rabanser et "
+            "al.'s kernel exp(-d^2 / med) is undefined (identical or non-finite features)"
+        )
+    return float(np.sqrt(med / 2.0))
+
+
+def rabanser_chi2(
+    ref: np.ndarray, test: np.ndarray, n_classes: int, rng: np.random.Generator
+) -> float:
+    """Rabanser et al.'s chi-squared p-value of two samples of predicted classes.
+
+    ``scipy.stats.chi2_contingency`` of the 2 x ``n_classes`` table of counts, except where
+    a class has a zero count in either sample: then a p-value drawn from U(0, 1) (their
+    ``shift_tester.py``, ``p_val = random.uniform(0, 1)``), here from ``rng``.
+
+    Parameters
+    ----------
+    ref, test : array-like of int, shape (n,) or (n, 1)
+        Predicted classes (``bbsdh`` features).
+    n_classes : int
+        The classifier's number of classes (their ``nb_classes``).
+    rng : numpy.random.Generator
+        Source of the uniform fallback.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> p = rabanser_chi2([0, 1, 1], [0, 0, 1], 3, rng)  # class 2 never predicted: U(0, 1)
+    >>> 0.0 <= p <= 1.0 and p != rabanser_chi2([0, 1, 1], [0, 0, 1], 3, rng)
+    True
+    """
+    from scipy.stats import chi2_contingency
+
+    counts = []
+    for name, x in (("reference", ref), ("test", test)):
+        x = np.asarray(x).reshape(-1)
+        if x.size == 0:
+            raise ValueError(f"the {name} sample is empty")
+        if not np.issubdtype(x.dtype, np.integer):
+            if not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
+                raise ValueError(f"the {name} sample holds non-integer class labels")
+            x = x.astype(np.int64)
+        if x.min() < 0 or x.max() >= n_classes:
+            raise ValueError(f"the {name} sample has labels outside [0, {n_classes})")
+        counts.append(np.bincount(x, minlength=n_classes))
+    table = np.array(counts)
+    if (table == 0).any():
+        return float(rng.uniform(0.0, 1.0))
+    return float(chi2_contingency(table)[1])
+
+
+def decide(
+    test: str,
+    ref: np.ndarray,
+    x: np.ndarray,
+    *,
+    random_state: int,
+    alpha: float = 0.05,
+    kernel: str = "median",
+    zero_counts: str = "observed",
+    n_classes: int | None = None,
+    **params: Any,
+) -> tuple[bool, float]:
+    """One test's decision and p-value on one draw, under the protocol's choices.
+
+    Parameters
+    ----------
+    test : {"ks", "mmd", "chi2", "classif"}
+        The test.
+    ref, x : ndarray
+        Reference and test samples.
+    random_state : int
+        The draw's seed (MMD's permutations, the classifier's training, the chi-squared
+        fallback).
+    alpha : float
+        Significance level.
+    kernel : {"median", "rabanser"}
+        MMD's bandwidth: the detector's pooled median heuristic, or :func:`rabanser_bandwidth`.
+    zero_counts : {"observed", "uniform"}
+        Chi-squared with a class absent from a sample: ``chi2_contingency`` on the observed
+        classes (the detector), or a U(0, 1) p-value (:func:`rabanser_chi2`).
+    n_classes : int, optional
+        The classifier's number of classes (``zero_counts="uniform"``).
+    **params
+        Further detector parameters (``correction``, ``n_permutations``, ``alternative``).
+
+    Returns
+    -------
+    rejected : bool
+    p_value : float
+    """
+    if test == "chi2" and zero_counts == "uniform":
+        if n_classes is None:
+            raise ValueError("zero_counts='uniform' needs n_classes")
+        p = rabanser_chi2(ref, x, int(n_classes), np.random.default_rng(random_state))
+        return p < alpha, p
+    if zero_counts not in ("observed", "uniform"):
+        raise ValueError(f"zero_counts must be 'observed' or 'uniform', got {zero_counts!r}")
+    kw = dict(params, alpha=alpha)
+    if test in ("mmd", "classif"):
+        kw["random_state"] = random_state
+    if test == "mmd" and kernel == "rabanser":
+        kw["bandwidth"] = rabanser_bandwidth(ref, x)
+    elif kernel != "median":
+        raise ValueError(f"kernel must be 'median' or 'rabanser', got {kernel!r}")
+    result = make_detector(test, **kw).fit(ref).test(x)
+    p = float(np.min(getattr(result, "p_value", getattr(result, "p_val", np.nan))))
+    return bool(result.is_drift), p
 
 
 class _Flatten:

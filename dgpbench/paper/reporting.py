@@ -264,6 +264,7 @@ def main_table(
     if rec.empty:
         note = "No MLP with one of the paper's corruptions GB, GN, PD, UN (config keys models.kind, corruptions)."
         write_empty_table(Path(out_dir) / "table1_shift_detection", title=title, note=note)
+        table1_ranks(rec, out_dir, methods)
         return pd.DataFrame()
     cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
     cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], methods))
@@ -275,7 +276,82 @@ def main_table(
         title=title,
         label="tab:dnp:results",
     )
+    table1_ranks(rec, out_dir, methods)
     return cells
+
+
+def table1_ranks(
+    records: pd.DataFrame, out_dir: str | os.PathLike, methods: Sequence[str] = MAIN_METHODS
+) -> pd.DataFrame:
+    """Ranks of Table 1's methods over its (dataset, corruption, n) blocks, with significance.
+
+    Per data set and pooled over the data sets: each method's mean rank of detection ratio
+    over the blocks (1 = best; ties share their mean rank), Friedman's test of equal ranks
+    (``scipy.stats.friedmanchisquare``) and Nemenyi's post-hoc test of each method against
+    the best-ranked one (``scikit_posthocs.posthoc_nemenyi_friedman``). Writes
+    ``table1_ranks.{csv,md,tex,html}``; a scope with fewer than 3 methods or 2 blocks is left
+    out (and the table says so if none is left). Blocks share models and images, so read the
+    p-values as descriptive.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``scope``, ``method``, ``mean_rank``, ``blocks``, ``friedman_chi2``, ``friedman_p``,
+        ``p_vs_best``.
+    """
+    from scipy.stats import friedmanchisquare
+
+    stem = Path(out_dir) / "table1_ranks"
+    title = "Table 1's methods ranked over (dataset, corruption, n) blocks (1 = best)"
+    rec = records[records["method"].isin(methods)]
+    rows: list[dict] = []
+    scopes = sorted(rec["dataset"].unique()) if not rec.empty else []
+    for scope in [*scopes, None] if len(scopes) > 1 else scopes:
+        sub = rec if scope is None else rec[rec["dataset"] == scope]
+        ratio = (
+            sub.groupby(["dataset", "corruption", "n", "method"])["rejected"].mean()
+            .unstack("method").dropna()
+        )  # fmt: skip
+        if ratio.shape[0] < 2 or ratio.shape[1] < 3:
+            continue
+        import scikit_posthocs as sp
+
+        ranks = ratio.rank(axis=1, ascending=False, method="average").mean()
+        stat, p = friedmanchisquare(*(ratio[c].to_numpy() for c in ratio.columns))
+        nemenyi = sp.posthoc_nemenyi_friedman(ratio.to_numpy())
+        nemenyi.index = nemenyi.columns = ratio.columns
+        best = ranks.idxmin()
+        for method, rank in ranks.sort_values(kind="stable").items():
+            rows.append({
+                "scope": "pooled" if scope is None else str(scope), "method": method,
+                "mean_rank": float(rank), "blocks": int(ratio.shape[0]),
+                "friedman_chi2": float(stat), "friedman_p": float(p),
+                "p_vs_best": 1.0 if method == best else float(nemenyi.loc[best, method]),
+            })  # fmt: skip
+    table = pd.DataFrame(rows)
+    if table.empty:
+        write_empty_table(stem, title=title, note="Fewer than 3 methods or 2 blocks to rank.")
+        return table
+    write_csv(stem.with_suffix(".csv"), table.round(6))
+    wide = table.assign(
+        Scope=[dataset_label(s) if s != "pooled" else "pooled" for s in table["scope"]],
+        Method=[method_label(m) for m in table["method"]],
+        text=[
+            f"{r:.2f} (p = {p:.2g})"
+            for r, p in zip(table["mean_rank"], table["p_vs_best"], strict=True)
+        ],
+    ).pivot_table(index="Method", columns="Scope", values="text", aggfunc="first", sort=False)
+    tests = "; ".join(
+        f"{'pooled' if s == 'pooled' else dataset_label(s)}: Friedman chi2 = {c:.2f}, "
+        f"p = {p:.2g}, {b} blocks"
+        for s, c, p, b in table.groupby("scope", sort=False)[
+            ["friedman_chi2", "friedman_p", "blocks"]].first().itertuples()
+    )  # fmt: skip
+    full = f"{title}; cell: mean rank (Nemenyi p against the best-ranked); {tests}"
+    write_text(stem.with_suffix(".md"), to_markdown(wide, full))
+    write_text(stem.with_suffix(".tex"), to_latex(wide, tex_escape(full), "tab:dnp:ranks"))
+    write_text(stem.with_suffix(".html"), to_html(wide, full))
+    return table
 
 
 def ablation_tables(

@@ -24,9 +24,10 @@ one transformation at its full magnitude, while their image shifts here draw all
 random at once, with flips; ``KO`` (:mod:`dgpbench.paper.label_shift`) is ``ko_shift`` on the
 protocol's grid. Those codes are unchanged.
 
-Randomness: shift ``s`` at fraction ``f`` with seed ``seed`` draws from
-``default_rng(SeedSequence([seed, 0x464C5348, k, round(f * 1e6)]))``, ``k`` the position of
-``s`` in :data:`SHIFTS`: the same seed gives the same pool, and no two cells share a stream.
+Randomness: shift ``s`` at fraction ``f`` with seed ``seed`` in run ``r`` draws from
+``default_rng(SeedSequence([seed, 0x464C5348, k, round(f * 1e6), r]))``, ``k`` the position
+of ``s`` in :data:`SHIFTS`: the same seed gives the same pool, and no two cells or runs share
+a stream (Rabanser et al. re-apply every shift in each of their random runs).
 """
 
 from __future__ import annotations
@@ -79,11 +80,15 @@ NEEDS_MODEL: frozenset[str] = frozenset({"adversarial_shift"})
 _STREAM_TAG = 0x464C5348
 
 
-def shift_rng(seed: int, shift: str, fraction: float) -> np.random.Generator:
-    """The random stream of one (seed, shift, fraction) cell."""
+def shift_rng(seed: int, shift: str, fraction: float, run: int = 0) -> np.random.Generator:
+    """The random stream of one (seed, shift, fraction, run) cell."""
     if shift not in SHIFTS:
         raise ValueError(f"unknown shift {shift!r}; choose from {list(SHIFTS)}")
-    key = [int(seed), _STREAM_TAG, SHIFTS.index(shift), round(float(fraction) * 1_000_000)]
+    if isinstance(run, bool) or not isinstance(run, (int, np.integer)) or run < 0:
+        raise ValueError(f"run must be an integer >= 0, got {run!r}")
+    key = [
+        int(seed), _STREAM_TAG, SHIFTS.index(shift), round(float(fraction) * 1_000_000), int(run),
+    ]  # fmt: skip
     return np.random.default_rng(np.random.SeedSequence(key))
 
 
@@ -94,9 +99,11 @@ def apply_shift(
     y: Any,
     *,
     seed: int = 0,
+    run: int = 0,
     model: Any = None,
     max_epsilon: float = 1.0,
     n_epsilons: int = 100,
+    shear_unit: str = "radians",
 ) -> ShiftedPool:
     """Apply one of Rabanser et al.'s shifts at ``fraction`` to a clean pool.
 
@@ -112,10 +119,16 @@ def apply_shift(
         Their integer labels (the knock-outs remove by label).
     seed : int, default=0
         Seed of the cell's stream (:func:`shift_rng`).
+    run : int, default=0
+        The independent run (its own stream: the shift is re-applied per run).
     model : torch.nn.Module, optional
         The attacked classifier; required by ``adversarial_shift``.
     max_epsilon, n_epsilons
         FGSM search grid (``adversarial_shift`` only).
+    shear_unit : {"radians", "degrees"}, default="radians"
+        How the image shifts read their shear ranges (0.1 / 0.2 / 0.3): ``degrees`` as
+        Rabanser et al.'s pinned Keras-Preprocessing 1.1.0 does (``np.deg2rad(shear)`` in
+        ``apply_affine_transform``), ``radians`` as dgpbench's ``SH`` code.
 
     Returns
     -------
@@ -142,12 +155,15 @@ def apply_shift(
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != len(x) or not np.issubdtype(y.dtype, np.integer):
         raise ValueError(f"y must be {len(x)} integer labels, got {y.dtype} {y.shape}")
-    rng = shift_rng(seed, shift, fraction)
+    if shear_unit not in ("radians", "degrees"):
+        raise ValueError(f"shear_unit must be 'radians' or 'degrees', got {shear_unit!r}")
+    rng = shift_rng(seed, shift, fraction, run)
     size = shift.partition("_")[0]
+    unit = {"shear_unit": shear_unit}
     if shift.endswith("_gn_shift"):
         return gaussian_noise_shift(x, y, fraction, rng, std=GN_STDS[size])
     if shift.endswith("_image_shift"):
-        return image_shift(x, y, fraction, rng, size=size)
+        return image_shift(x, y, fraction, rng, size=size, **unit)
     if shift == "adversarial_shift":
         if model is None:
             raise ValueError("adversarial_shift attacks a classifier: pass model=")
@@ -157,14 +173,14 @@ def apply_shift(
     if shift == "ko_shift":
         return _with_shape(knockout_shift(y, fraction, rng), x)
     if shift == "medium_img_shift+ko_shift":
-        first = image_shift(x, y, 0.5, rng, size="medium")
+        first = image_shift(x, y, 0.5, rng, size="medium", **unit)
         return compose(first, _with_shape(knockout_shift(first.y, fraction, rng), x))
     # only_zero_shift+medium_img_shift
     first = _with_shape(only_class_shift(y, kept_class=0), x)
     if len(first.index) == 0:
         raise ValueError("only_zero_shift: the pool has no image of class 0")
     kept = first.images(x)
-    return compose(first, image_shift(kept, first.y, fraction, rng, size="medium"))
+    return compose(first, image_shift(kept, first.y, fraction, rng, size="medium", **unit))
 
 
 def _with_shape(pool: ShiftedPool, x: np.ndarray) -> ShiftedPool:

@@ -20,9 +20,12 @@ The map ``rotation · shift · shear · zoom`` (Keras's order), taken about the 
 ``(H/2 - 0.5, W/2 - 0.5)``, sends output coordinates to input coordinates and is applied with
 ``scipy.ndimage.affine_transform(order=1, mode="nearest")`` per channel, as Keras does.
 
-Shear is read in radians, as dgpbench's ``SH`` code does (see :mod:`dgpbench.shifts.corruptions`):
-Keras releases of 2018 onwards read ``shear_range`` in degrees, in which 0.1-0.3 would be
-invisible; the unit Rabanser et al.'s Keras used is not recorded.
+Shear unit. Rabanser et al.'s ``requirements.txt`` pins Keras-Preprocessing 1.1.0, whose
+``apply_affine_transform`` reads ``shear_range`` in degrees (``np.deg2rad(shear)``): their
+shear of 0.1-0.3 degrees moves a 28x28 image by well under a pixel. ``shear_unit="degrees"``
+(``protocol: rabanser``) reproduces that; ``"radians"`` (the default, ``protocol: dgpbench``)
+reads the same numbers in radians, as dgpbench's ``SH`` code does
+(:mod:`dgpbench.shifts.corruptions`), so that the shear is visible.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ class ImageShiftParams:
     rotation: float  # degrees
     width_shift: float  # fraction of the width
     height_shift: float  # fraction of the height
-    shear: float  # radians
+    shear: float  # radians here; degrees in Rabanser et al.'s Keras (``shear_unit``)
     zoom: float
     horizontal_flip: bool
     vertical_flip: bool
@@ -75,7 +78,10 @@ def _transform_matrix(
 
 
 def random_affine(
-    images: np.ndarray, params: ImageShiftParams, rng: np.random.Generator
+    images: np.ndarray,
+    params: ImageShiftParams,
+    rng: np.random.Generator,
+    shear_unit: str = "radians",
 ) -> np.ndarray:
     """Transform each image of ``images`` (N, C, H, W) with its own random Keras transform.
 
@@ -88,11 +94,16 @@ def random_affine(
     rng : numpy.random.Generator
         Draws the parameters (8 numbers per image, drawn even where a range is 0, so one
         image's parameters do not depend on the ranges of others).
+    shear_unit : {"radians", "degrees"}, default="radians"
+        The unit of ``params.shear`` (Rabanser et al.'s Keras: degrees).
 
     Returns
     -------
     ndarray of float32, same shape, in [0, 1]
     """
+    if shear_unit not in ("radians", "degrees"):
+        raise ValueError(f"shear_unit must be 'radians' or 'degrees', got {shear_unit!r}")
+    shear_range = np.deg2rad(params.shear) if shear_unit == "degrees" else params.shear
     n, _, h, w = images.shape
     u = rng.uniform(-1.0, 1.0, size=(n, 6))
     flips = rng.random(size=(n, 2)) < 0.5
@@ -101,7 +112,7 @@ def random_affine(
         theta = np.deg2rad(params.rotation * u[i, 0])
         tx = params.height_shift * u[i, 1] * h
         ty = params.width_shift * u[i, 2] * w
-        shear = params.shear * u[i, 3]
+        shear = shear_range * u[i, 3]
         zx = 1.0 + params.zoom * u[i, 4]
         zy = 1.0 + params.zoom * u[i, 5]
         m = _transform_matrix(theta, tx, ty, shear, zx, zy, h, w)
@@ -118,7 +129,13 @@ def random_affine(
 
 
 def image_shift(
-    x: np.ndarray, y: np.ndarray, fraction: float, rng: np.random.Generator, *, size: str
+    x: np.ndarray,
+    y: np.ndarray,
+    fraction: float,
+    rng: np.random.Generator,
+    *,
+    size: str,
+    shear_unit: str = "radians",
 ) -> ShiftedPool:
     """Apply the random image transformations of ``size`` to a fraction of ``x``.
 
@@ -134,10 +151,14 @@ def image_shift(
         Picks the rows and the transformations.
     size : {"small", "medium", "large"}
         Key of :data:`IMAGE_SHIFTS`.
+    shear_unit : {"radians", "degrees"}, default="radians"
+        The unit of the shear range (Rabanser et al.'s Keras: degrees).
 
     Returns
     -------
     ShiftedPool
     """
     params = IMAGE_SHIFTS[size]
-    return alter_subset(x, y, fraction, rng, lambda imgs, r: random_affine(imgs, params, r))
+    return alter_subset(
+        x, y, fraction, rng, lambda imgs, r: random_affine(imgs, params, r, shear_unit)
+    )

@@ -20,6 +20,7 @@ rule fl_images:
         name=lambda wc: DATASETS[wc.dataset],
         data=data_args(),
         im=FL["images"],
+        runs=FL["runs"],
         val_fraction=config["training"]["val_fraction"],
     threads: 1
     conda:
@@ -34,6 +35,7 @@ rule fl_images:
     shell:
         "{params.dgpbench} fl-images --dataset {params.name:q} {params.data} --n-fit {params.im[n_fit]}"
         " --n-ref-pool {params.im[n_ref_pool]} --n-test-pool {params.im[n_test_pool]}"
+        " --runs {params.runs}"
         " --val-fraction {params.val_fraction} --seed {params.im[seed]} --out {output:q}"
         " > {log:q} 2>&1"
 
@@ -55,6 +57,7 @@ rule fl_shift:
         seed=FL["images"]["seed"],
         eps=lambda wc: FL["adversarial"]["max_epsilon"] or max_epsilon_for(DATASETS[wc.dataset]),
         n_eps=FL["adversarial"]["n_epsilons"],
+        protocol=FL["protocol"],
         model=lambda wc, input: f"--model {shlex.quote(str(input.model))}" if input.model else "",
     threads: 1
     conda:
@@ -69,6 +72,7 @@ rule fl_shift:
     shell:
         "{params.dgpbench} fl-shift --images {input.pools:q} --shift {wildcards.shift:q}"
         " --fractions {params.fractions} --seed {params.seed} {params.model}"
+        " --protocol {params.protocol}"
         " --max-epsilon {params.eps} --n-epsilons {params.n_eps} --threads {threads}"
         " --out {output:q} > {log:q} 2>&1"
 
@@ -90,20 +94,23 @@ rule fl_features:
         batch_size=FL["features"]["batch_size"],
         device=FL["features"]["device"],
         seed=FL["seed"],
+        protocol=FL["protocol"],
+        big=fl_big_files,
     threads: 2
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=lambda wc: fl_mem_mb(wc, 8000),
         runtime=120,
     log:
         f"{LOGS}/fl/features/{{dataset}}/{{flmodel}}/{{representation}}.log",
     benchmark:
         f"{BENCH}/fl/features/{{dataset}}/{{flmodel}}/{{representation}}.tsv"
     shell:
-        "{params.dgpbench} fl-features --representation {wildcards.representation} --model {params.model:q}"
+        "{params.big}{params.dgpbench} fl-features --representation {wildcards.representation} --model {params.model:q}"
         " --images {input.pools:q} --shifts {input.shifts:q} --batch-size {params.batch_size}"
         " --device {params.device} --threads {threads} --seed {params.seed}"
+        " --protocol {params.protocol}"
         " --out {output:q} > {log:q} 2>&1"
 
 
@@ -120,31 +127,32 @@ rule fl_detect:
         ns=lambda wc: join(fl_ns(wc.flmethod)),
         kind=lambda wc: "none" if wc.flmodel == "none" else parse_model_id(wc.flmodel).kind,
         top_n=" ".join(f"--top-n {shlex.quote(f'{s}={n}')}" for s, n in FL["top_n"].items()),
-        m=FL["mmd"]["multivariate_ref"] or "n",
-        fl={k: FL[k] for k in ("draws", "seed", "alpha", "correction")},
+        m=fl_multivariate_ref(),
+        fl={k: FL[k] for k in ("draws", "seed", "alpha", "correction", "protocol")},
         perms=FL["mmd"]["n_permutations"],
+        big=fl_big_files,
     threads: 1
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda wc: fl_mem_mb(wc, 4000),
         runtime=120,
     log:
         f"{LOGS}/fl/detect/{{dataset}}/{{flmodel}}/{{flmethod}}.log",
     benchmark:
         f"{BENCH}/fl/detect/{{dataset}}/{{flmodel}}/{{flmethod}}.tsv"
     shell:
-        "{params.dgpbench} fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
+        "{params.big}{params.dgpbench} fl-detect --features {input:q} --method {wildcards.flmethod:q} --ns {params.ns}"
         " --draws {params.fl[draws]} --seed {params.fl[seed]} --alpha {params.fl[alpha]}"
         " --correction {params.fl[correction]} --n-permutations {params.perms}"
-        " --multivariate-ref {params.m} {params.top_n}"
+        " {params.m} {params.top_n} --protocol {params.fl[protocol]}"
         " --threads {threads} --tag dataset={wildcards.dataset} --tag model={wildcards.flmodel}"
         " --tag kind={params.kind} --out {output:q} > {log:q} 2>&1"
 
 
 rule fl_report:
-    """Tables 1a and 1b, the false-positive table and the run's summary; all records in one
-    file."""
+    """Tables 1a and 1b, the best rows per shift class, the false-positive table and the
+    run's summary; all records in one file."""
     input:
         fl_records(),
     output:
@@ -155,17 +163,29 @@ rule fl_report:
         ),
         f"{FLR}/tables/fl_table1a_accuracy.md",
         report(
-            f"{FLR}/tables/fl_table1b_best.csv",
-            caption="../report/fl_table1b_best.rst",
+            f"{FLR}/tables/fl_table1b.csv",
+            caption="../report/fl_table1b.rst",
             category=FL_SECTION,
         ),
-        f"{FLR}/tables/fl_table1b_best.md",
+        f"{FLR}/tables/fl_table1b.md",
+        report(
+            f"{FLR}/tables/fl_best_per_shift.csv",
+            caption="../report/fl_best_per_shift.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/tables/fl_best_per_shift.md",
         report(
             f"{FLR}/tables/fl_false_positives.csv",
             caption="../report/fl_false_positives.rst",
             category=FL_SECTION,
         ),
         f"{FLR}/tables/fl_false_positives.md",
+        report(
+            f"{FLR}/tables/fl_ranks.csv",
+            caption="../report/fl_ranks.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/tables/fl_ranks.md",
         report(
             f"{FLR}/tables/fl_summary.md",
             caption="../report/fl_summary.rst",
@@ -192,7 +212,8 @@ rule fl_report:
 
 
 rule fl_figure:
-    """Detection accuracy vs n per method, one panel per shift class (one data set)."""
+    """Detection accuracy by method and shift class, one heatmap per n, and the methods'
+    critical-difference diagram (one data set)."""
     input:
         lambda wc: fl_records(wc.dataset),
     output:
@@ -202,9 +223,16 @@ rule fl_figure:
             category=FL_SECTION,
         ),
         f"{FLR}/figures/fl_accuracy_vs_n_{{dataset}}.pdf",
+        report(
+            f"{FLR}/figures/fl_critical_difference_{{dataset}}.png",
+            caption="../report/fl_critical_difference.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/figures/fl_critical_difference_{{dataset}}.pdf",
     params:
         dgpbench=DGPBENCH,
         stem=lambda wc: f"{FLR}/figures/fl_accuracy_vs_n_{wc.dataset}",
+        cd=lambda wc: f"{FLR}/figures/fl_critical_difference_{wc.dataset}",
     threads: 1
     conda:
         "../envs/dgpbench.yaml"
@@ -217,6 +245,7 @@ rule fl_figure:
         f"{BENCH}/fl/figure/{{dataset}}.tsv"
     shell:
         "{params.dgpbench} fl-figure {input:q} --dataset {wildcards.dataset:q} --out {params.stem:q}"
+        " --cd-out {params.cd:q}"
         " > {log:q} 2>&1"
 
 
@@ -226,6 +255,7 @@ rule failing_loudly:
     input:
         rules.fl_report.output,
         expand(f"{FLR}/figures/fl_accuracy_vs_n_{{dataset}}.png", dataset=DATASETS),
+        expand(f"{FLR}/figures/fl_critical_difference_{{dataset}}.png", dataset=DATASETS),
 
 
 wildcard_constraints:

@@ -16,6 +16,12 @@ _unknown = sorted(set(FL["top_n"]) - set(FL_ALL_SHIFTS))
 if _unknown:
     raise ValueError(f"config key failing_loudly.top_n: unknown shifts {_unknown}")
 
+if FL["protocol"] == "rabanser" and FL["mmd"]["multivariate_ref"] not in (None, "n"):
+    raise ValueError(
+        "config key failing_loudly.mmd.multivariate_ref: protocol rabanser compares MMD "
+        "against m = n reference rows (Rabanser et al.'s shift_detector.py); set it to null"
+    )
+
 FLR = f"{RESULTS}/fl"
 FL_SECTION = "Failing loudly's grid - with DGP, TU and MAGDiff"
 FL_MODELS = FL["models"] or MODELS
@@ -39,6 +45,41 @@ def fl_records(dataset=None):
         for meth in FL["methods"]
         for m in fl_models_of(meth)
     ]
+
+
+def fl_feature_bytes(dataset):
+    """An upper estimate of one representation's features file (pixels: NoRed, classif):
+    the unseen set plus every run's shifted images, float32. The runs multiply it."""
+    from math import prod
+
+    from dgpbench.data.datasets import image_shape
+
+    try:
+        values = prod(image_shape(dataset))
+    except (ValueError, OSError):
+        values = 3 * 32 * 32
+    unseen = 2 * (FL["images"]["n_ref_pool"] + FL["images"]["n_test_pool"]) + 25000
+    shifted = FL["runs"] * FL["images"]["n_test_pool"] * sum(FL["fractions"]) * len(FL["shifts"])
+    return int(4 * values * (unseen + shifted))
+
+
+def fl_big_files(wc):
+    """`DGPBENCH_MAX_INPUT_BYTES=...` for the fl steps that read features files, where the
+    files may pass dgpbench.npz's 1 GiB default (the full config, CIFAR-10): they are this
+    workflow's own outputs."""
+    need = int(1.25 * fl_feature_bytes(DATASETS[wc.dataset]))
+    return f"DGPBENCH_MAX_INPUT_BYTES={need} " if need > 2**30 else ""
+
+
+def fl_mem_mb(wc, floor):
+    """Memory of a step that holds a features file (twice its size, at least ``floor``)."""
+    return max(floor, 2 * fl_feature_bytes(DATASETS[wc.dataset]) // 10**6)
+
+
+def fl_multivariate_ref():
+    """fl-detect's option for MMD's reference size: none (the protocol's), or m."""
+    m = FL["mmd"]["multivariate_ref"]
+    return "" if m is None else f"--multivariate-ref {m}"
 
 
 def fl_ns(method):

@@ -34,6 +34,7 @@ rule tables:
         rules.aggregate.output,
     output:
         table_files("table1_shift_detection", SHIFT_SECTION, COMPUTES["table1"]),
+        table_files("table1_ranks", SHIFT_SECTION, COMPUTES["table1"]),
         table_files("table2_ablation", ABLATION_SECTION, COMPUTES["ablation"]),
         table_files("table_appendix_ablation_full", ABLATION_SECTION, COMPUTES["ablation"]),
         table_files("table_appendix_calibration", CALIBRATION_SECTION, COMPUTES["calibration"]),
