@@ -309,3 +309,68 @@ def test_item22_moved_model_hint(saved: Path, checkpoint: Path) -> None:
     with pytest.raises(ValueError, match=r"does not exist \(moved or deleted\?\).*--model"):
         load_detector(saved)
     assert load_detector(saved, model=checkpoint.with_name("moved.pt")).detector is not None
+
+
+# -- item 5: MMD p-values are valid on tiny samples ------------------------------------------
+def test_item5_tiny_samples_exact_and_calibrated() -> None:
+    """n = m = 3: 20 splits, each tied with its swap, so the exact p-value is a multiple of
+    0.1 and at least 0.1; under the null it is uniform on {0.1, ..., 1}."""
+    from dgpbench.detectors import MMDShiftDetector
+
+    rng = np.random.default_rng(0)
+    results = []
+    for r in range(200):
+        X, Y = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+        results.append(MMDShiftDetector(n_permutations=4000, random_state=r).fit(X).test(Y))
+    ps = np.asarray([res.p_val for res in results])
+    assert ps.min() >= 0.1 - 1e-12  # was 0.00025: ties with the swapped split were lost
+    assert np.mean(ps < 0.05) == 0.0
+    np.testing.assert_allclose(ps * 10, np.round(ps * 10), atol=1e-9)
+    # P(p <= 0.5) = 0.5 under the null; 200 draws: sd 0.035
+    assert abs(np.mean(ps <= 0.5 + 1e-9) - 0.5) < 0.11
+    assert all(res.details["exact"] and res.details["n_permutations"] == 20 for res in results)
+
+
+def test_item5_random_splits_keep_ties() -> None:
+    """C(8, 4) = 70 > B = 39: random splits; the null rejection rate at 0.05 stays <= 0.05
+    (+3 sd)."""
+    from dgpbench.detectors import MMDShiftDetector
+
+    rng = np.random.default_rng(1)
+    rejected = 0
+    reps = 200
+    for r in range(reps):
+        X, Y = rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
+        res = MMDShiftDetector(n_permutations=39, random_state=r).fit(X).test(Y)
+        rejected += res.p_val < 0.05
+        assert res.p_val >= 1 / 40 and res.details.get("exact") is False
+    assert rejected / reps <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / reps)
+
+
+def test_item5_swapped_halves_count_as_ties() -> None:
+    from dgpbench.detectors.mmd import _permutation_mmd2, _tie_tolerance
+
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(6, 3))
+    stats = _permutation_mmd2(Z, 3, 1.0, [np.array([[0, 1, 2], [3, 4, 5]])], "cpu")
+    assert abs(stats[0] - stats[1]) <= _tie_tolerance(6, stats[0])
+
+
+# -- item 6 and 22: a non-finite statistic, an unusable bandwidth ----------------------------
+def test_item6_non_finite_statistic_is_an_error() -> None:
+    from dgpbench.detectors import MMDShiftDetector
+
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(20, 2)) * 1e160, rng.normal(size=(20, 2)) * 1e160
+    with pytest.raises(ValueError, match=r"not finite.*rescale"):
+        MMDShiftDetector(n_permutations=19, random_state=0).fit(X).test(Y)
+
+
+@pytest.mark.parametrize("bandwidth", [1e-300, 1e200])
+def test_item22_mmd_bandwidth_out_of_range(bandwidth: float) -> None:
+    from dgpbench.detectors import MMDShiftDetector
+
+    rng = np.random.default_rng(4)
+    det = MMDShiftDetector(bandwidth=bandwidth, n_permutations=19).fit(rng.normal(size=(10, 2)))
+    with pytest.raises(ValueError, match=r"bandwidth .* out of float64's range"):
+        det.test(rng.normal(size=(10, 2)))
