@@ -374,3 +374,15 @@ def test_item22_mmd_bandwidth_out_of_range(bandwidth: float) -> None:
     det = MMDShiftDetector(bandwidth=bandwidth, n_permutations=19).fit(rng.normal(size=(10, 2)))
     with pytest.raises(ValueError, match=r"bandwidth .* out of float64's range"):
         det.test(rng.normal(size=(10, 2)))
+
+
+# -- item 22: the classifier test on an empty batch ------------------------------------------
+@pytest.mark.parametrize("shape", [(0, 1, 8, 8), (0, 64), (0, 8, 8)])
+def test_item22_classifier_empty_batch(shape) -> None:
+    from dgpbench.detectors import ClassifierShiftDetector
+
+    det = ClassifierShiftDetector(epochs=1).fit(_IMAGES[:10])
+    with pytest.raises(ValueError, match=r"X \(the batch under test\) is empty.*at least 4"):
+        det.test(np.zeros(shape, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"X_ref \(the reference batch\) is empty"):
+        ClassifierShiftDetector().fit(np.zeros(shape, dtype=np.float32))
