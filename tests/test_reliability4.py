@@ -386,3 +386,121 @@ def test_item22_classifier_empty_batch(shape) -> None:
         det.test(np.zeros(shape, dtype=np.float32))
     with pytest.raises(ValueError, match=r"X_ref \(the reference batch\) is empty"):
         ClassifierShiftDetector().fit(np.zeros(shape, dtype=np.float32))
+
+
+# -- items 11, 13, 16, 22: .pt2 archives ------------------------------------------------------
+def _pt2(path: Path) -> Path:
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).eval()
+    torch.export.save(torch.export.export(net, (torch.zeros(2, 4),)), path)
+    return path
+
+
+def _rewrite_pt2(src: Path, dst: Path, edit) -> Path:
+    """Copy a .pt2, passing each (name, bytes) through ``edit`` (a list of pairs adds)."""
+    import zipfile
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            out = edit(info.filename, zin.read(info.filename))
+            for name, data in out if isinstance(out, list) else [(info.filename, out)]:
+                if data is not None:
+                    zout.writestr(name, data)
+    return dst
+
+
+def _edit_weights_config(edit):
+    def inner(name: str, data: bytes):
+        if name.endswith("weights_config.json"):
+            config = json.loads(data)
+            edit(config["config"])
+            return json.dumps(config).encode()
+        return data
+
+    return inner
+
+
+def test_item11_strided_weight_amplification_refused(tmp_path: Path) -> None:
+    """A few bytes declaring a (30000, 1000) weight with strides (0, 0): refused before any
+    allocation (the old reader materialised 120 MB; 3.3 GB with larger sizes)."""
+    from dgpbench.models.exported import ExportedModelError, load_exported
+
+    def edit(config):
+        meta = config["0.weight"]["tensor_meta"]
+        meta["sizes"] = [{"as_int": 30000}, {"as_int": 1000}]
+        meta["strides"] = [{"as_int": 0}, {"as_int": 0}]
+
+    bad = _rewrite_pt2(_pt2(tmp_path / "a.pt2"), tmp_path / "b.pt2", _edit_weights_config(edit))
+    with pytest.raises(ExportedModelError, match=r"declares shape \[30000, 1000\].*holds 12"):
+        load_exported(bad)
+
+
+def test_item11_weight_shape_checked_against_its_layer(tmp_path: Path) -> None:
+    from dgpbench.models.exported import ExportedModelError, load_exported
+
+    def edit(config):  # a bias stored as the 12 values of a (3, 4) matrix
+        config["0.bias"] = dict(config["0.weight"])
+
+    bad = _rewrite_pt2(_pt2(tmp_path / "a.pt2"), tmp_path / "b.pt2", _edit_weights_config(edit))
+    with pytest.raises(
+        ExportedModelError, match=r"linear layer has shape \[3, 4\], expected \[3\]"
+    ):
+        load_exported(bad)
+
+
+def test_item11_input_size_limit_applies(tmp_path: Path, monkeypatch) -> None:
+    from dgpbench.models.exported import ExportedModelError, load_exported
+
+    path = _pt2(tmp_path / "a.pt2")
+    monkeypatch.setenv("DGPBENCH_MAX_INPUT_BYTES", "2000")
+    with pytest.raises(ExportedModelError, match="more than the limit"):
+        load_exported(path)
+
+
+def _nodes_as_strings(data: bytes) -> bytes:
+    program = json.loads(data)
+    program["graph_module"]["graph"]["nodes"] = ["x"]
+    return json.dumps(program).encode()
+
+
+@pytest.mark.parametrize(
+    ("edit", "cause"),
+    [
+        (lambda n, d: b"[" * 100000 if n.endswith("models/model.json") else d, "RecursionError"),
+        (lambda n, d: _nodes_as_strings(d) if n.endswith("models/model.json") else d, "Attr"),
+        (lambda n, d: d[:-1] if n.endswith("weights/weight_0") else d, "whole number|holds"),
+        (lambda n, d: b'{"config": []}' if n.endswith("weights_config.json") else d, "malformed"),
+    ],
+)
+def test_item13_malformed_pt2_named(tmp_path: Path, edit, cause: str) -> None:
+    from dgpbench.models.exported import ExportedModelError, load_exported
+
+    bad = _rewrite_pt2(_pt2(tmp_path / "a.pt2"), tmp_path / "bad.pt2", edit)
+    with pytest.raises(ExportedModelError, match=rf"bad\.pt2.*({cause})"):
+        load_exported(bad)
+
+
+def test_item16_duplicate_members_refused(tmp_path: Path) -> None:
+    import warnings
+
+    from dgpbench.models.exported import ExportedModelError, load_exported
+
+    def edit(name: str, data: bytes):
+        if name.endswith("weights/weight_0"):
+            return [(name, data), (name, bytes(len(data)))]  # torch reads the first
+        return data
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name
+        bad = _rewrite_pt2(_pt2(tmp_path / "a.pt2"), tmp_path / "b.pt2", edit)
+    with pytest.raises(ExportedModelError, match="duplicate entries"):
+        load_exported(bad)
+
+
+def test_item22_bfloat16_named(tmp_path: Path) -> None:
+    from dgpbench.models.exported import ExportedModelError, load_exported
+
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).eval().to(torch.bfloat16)
+    path = tmp_path / "bf16.pt2"
+    torch.export.save(torch.export.export(net, (torch.zeros(2, 4, dtype=torch.bfloat16),)), path)
+    with pytest.raises(ExportedModelError, match=r"dtype bfloat16 .*model\.float\(\)"):
+        load_exported(path)
