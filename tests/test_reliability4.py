@@ -6,6 +6,7 @@ Every test here failed on the code before the fix (item numbers of issue 28 in t
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -504,3 +505,44 @@ def test_item22_bfloat16_named(tmp_path: Path) -> None:
     torch.export.save(torch.export.export(net, (torch.zeros(2, 4, dtype=torch.bfloat16),)), path)
     with pytest.raises(ExportedModelError, match=r"dtype bfloat16 .*model\.float\(\)"):
         load_exported(path)
+
+
+# -- item 22: compare-paper on a wrong CSV, a folder, a binary file ----------------------------
+@pytest.mark.parametrize("table", ["table2_ablation", "calibration", "bounds", "r2"])
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("wrong", r"lacks columns \[.*\].*pass "),
+        ("folder", "is a folder: pass the CSV file itself"),
+        ("binary", "is not a text CSV file"),
+    ],
+)
+def test_item22_compare_paper_wrong_input(tmp_path: Path, capsys, table, kind, message) -> None:
+    from dgpbench.cli.main import main
+
+    path = tmp_path / "input.csv"
+    if kind == "wrong":
+        path.write_text("a,b\n1,2\n")
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.write_bytes(bytes(range(128, 256)) * 10)
+    argv = ["compare-paper", table, "--input", str(path), "--out-dir", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "input.csv" in err
+    assert re.search(message, err), err
+    assert not (tmp_path / "o").exists()
+
+
+def test_item22_compare_paper_published_folder(tmp_path: Path, capsys) -> None:
+    import pandas as pd
+
+    from dgpbench.cli.main import main
+
+    study = tmp_path / "study.csv"
+    pd.DataFrame({"np": [0.5], "lower": [0.4], "upper": [0.6]}).to_csv(study, index=False)
+    (tmp_path / "pub").mkdir()
+    argv = ["compare-paper", "bounds", "--input", str(study), "--published", str(tmp_path / "pub")]
+    assert main([*argv, "--out-dir", str(tmp_path / "o")]) == 2
+    assert "published table file" in capsys.readouterr().err
