@@ -55,6 +55,7 @@ __all__ = [
     "FORMAT",
     "SAVEABLE",
     "FittedDetector",
+    "is_saveable",
     "load_detector",
     "network_fingerprint",
     "save_detector",
@@ -544,6 +545,21 @@ def _class(name: str) -> type:
     return getattr(importlib.import_module(module), attr)
 
 
+def is_saveable(est: Any) -> bool:
+    """Whether :func:`save_detector` can store ``est`` (a transformer or detector instance).
+
+    Lets a caller refuse an unsaveable method (a custom ``package.module:ClassName``, a
+    classifier test with a scikit-learn classifier) before a long fit.
+    """
+    for role in ("features", "detector"):
+        try:
+            _registry_name(est, role)
+        except TypeError:
+            continue
+        return getattr(est, "classifier", None) is None
+    return False
+
+
 def _registry_name(est: Any, role: str) -> str:
     cls = type(est)
     for name, (spec, _, _) in _CODECS.items():
@@ -649,6 +665,8 @@ def _read_meta(store: Any) -> dict[str, Any]:
     keys = {"format", "version", "model", "features", "detector", "info"}
     if set(meta) != keys:
         raise _Invalid(f"__meta__ has keys {sorted(meta)}, expected {sorted(keys)}")
+    if not isinstance(meta["version"], str):
+        raise _Invalid(f"version must be a string, got {meta['version']!r}")
     if not isinstance(meta["info"], dict):
         raise _Invalid("info must be a JSON object")
     model = meta["model"]
@@ -708,10 +726,12 @@ def save_detector(
             model_meta = {"reference": reference, "sha256": sha}
     det_spec, det_arrays = _dump(detector, "detector")
     arrays.update(det_arrays)
-    if not _json_value(list(fitted.info.values())) or not all(
-        isinstance(k, str) for k in fitted.info
-    ):
-        raise TypeError("cannot save info: it must map strings to JSON numbers, strings or lists")
+    try:
+        json.dumps(fitted.info, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"cannot save info: it must be JSON (finite numbers): {exc}") from exc
+    if not isinstance(fitted.info, dict) or not all(isinstance(k, str) for k in fitted.info):
+        raise TypeError("cannot save info: it must be a dict with string keys")
     meta = {
         "format": FORMAT,
         "version": _version(),

@@ -546,3 +546,20 @@ def test_item22_compare_paper_published_folder(tmp_path: Path, capsys) -> None:
     argv = ["compare-paper", "bounds", "--input", str(study), "--published", str(tmp_path / "pub")]
     assert main([*argv, "--out-dir", str(tmp_path / "o")]) == 2
     assert "published table file" in capsys.readouterr().err
+
+
+def test_is_saveable_and_json_info(tmp_path: Path, data) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from dgpbench.saved import is_saveable
+
+    fitted = _fit("softmax", _net(), data)
+    assert is_saveable(fitted.features) and is_saveable(fitted.detector)
+    assert not is_saveable(make_detector("classif", classifier=LogisticRegression()))
+    assert not is_saveable(LogisticRegression())
+    fitted.info = {"method": "softmax", "refs": {"n": 60, "labelled": True}}
+    save_detector(tmp_path / "det.npz", fitted)
+    assert load_detector(tmp_path / "det.npz", model=_net()).info == fitted.info
+    fitted.info = {"bad": float("nan")}
+    with pytest.raises(TypeError, match="cannot save info"):
+        save_detector(tmp_path / "other.npz", fitted)
