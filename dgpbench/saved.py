@@ -301,7 +301,10 @@ def _load_mlp(est: Any, inp: _Reader, network: Any) -> None:
     est.input_shape_ = _shape(inp.get("input_shape_"), "input_shape_")
     est.image_shape_ = _shape(inp.get("image_shape_"), "image_shape_")
     module, check = network
-    est.body_, est.graph_ = split_network(module, device=est.device)
+    try:
+        est.body_, est.graph_ = split_network(module, device=est.device)
+    except TypeError as exc:  # a network of another kind than the fitted one
+        raise ValueError(f"the model cannot be used: {exc}") from exc
     check(est.body_, est.graph_)  # the fitted network first: other errors follow from it
     body_shape = inp.get("body_input_shape_", None)
     if (est.body_ is None) != (body_shape is None):
@@ -856,6 +859,10 @@ def load_detector(path: str | os.PathLike[str], *, model: Any = None) -> FittedD
                 raise _Invalid(f"unexpected arrays {extra[:5]}")
         except _Invalid as exc:
             raise ValueError(f"{path}: invalid detector file: {exc}") from exc
+        except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
+            raise ValueError(
+                f"{path}: invalid detector file ({type(exc).__name__}: {exc})"
+            ) from exc
     width = getattr(features, "_n_features_out", None)
     name = type(detector).__name__
     if width is not None and name != "ClassifierShiftDetector" and detector.n_features_in_ != width:
