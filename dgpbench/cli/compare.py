@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-from pathlib import Path
 
 import pandas as pd
 
@@ -32,17 +31,28 @@ _MODULES = {"table2_ablation": "ablation"}
 _N_INPUTS = {"early_stopping": 2}
 
 
+# The --input each table reads, for the messages of a wrong file.
+_INPUT_HINTS = {
+    "table2_ablation": "pass the aggregated records, results/aggregate/records.csv.gz",
+    "calibration": "pass the aggregated records, results/aggregate/records.csv.gz",
+    "bounds": "pass analysis/bounds/study.csv",
+    "r2": "pass analysis/np_variance/r2.csv",
+    "early_stopping": "pass analysis/early_stopping/table_np.csv and table_dgp.csv",
+}
+_RECORD_COLUMNS = ("dataset", "method", "corruption", "n", "delta", "rejected")
+
+
 def _read_csv(path: str, what: str) -> pd.DataFrame:
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{what} file {path} does not exist")
-    try:
-        return pd.read_csv(path)
-    except pd.errors.EmptyDataError as exc:
-        raise ValueError(f"{what} file {path} is empty") from exc
+    from dgpbench.paper.comparisons.core import read_csv_file
+
+    return read_csv_file(path, what)
 
 
-def _records(path: str) -> pd.DataFrame:
+def _records(path: str, table: str) -> pd.DataFrame:
+    from dgpbench.paper.comparisons.core import require_columns
+
     records = _read_csv(path, "records")
+    require_columns(records, _RECORD_COLUMNS, f"records file {path}", _INPUT_HINTS[table])
     for col in ("dataset", "method", "corruption", "model", "kind"):
         if col in records:
             records[col] = records[col].astype(str)
@@ -55,16 +65,29 @@ def reproduced_cells(table: str, inputs: list[str], pool_deltas=None) -> pd.Data
     needed = _N_INPUTS.get(table, 1)
     if len(inputs) != needed:
         raise ValueError(f"{table} needs {needed} --input file(s), got {len(inputs)}")
-    if table == "table2_ablation":
-        return module.reproduced(_records(inputs[0]), pool_deltas)
-    if table == "calibration":
-        return module.reproduced(_records(inputs[0]))
-    if table == "early_stopping":
-        names = ("early_stopping_np", "early_stopping_dgp")
-        return module.reproduced(
-            {n: _read_csv(p, "early-stopping table") for n, p in zip(names, inputs, strict=True)}
-        )
-    return module.reproduced(_read_csv(inputs[0], table))
+    files = ", ".join(inputs)
+    try:
+        if table == "table2_ablation":
+            return module.reproduced(_records(inputs[0], table), pool_deltas)
+        if table == "calibration":
+            return module.reproduced(_records(inputs[0], table))
+        if table == "early_stopping":
+            names = ("early_stopping_np", "early_stopping_dgp")
+            return module.reproduced(
+                {
+                    n: _read_csv(p, "early-stopping table")
+                    for n, p in zip(names, inputs, strict=True)
+                }
+            )
+        return module.reproduced(_read_csv(inputs[0], table))
+    except KeyError as exc:  # a column the table's code needs: the wrong file
+        raise ValueError(
+            f"{table}: {files} has no column {exc.args[0]!r}: {_INPUT_HINTS[table]}"
+        ) from exc
+    except ValueError as exc:
+        if any(p in str(exc) for p in inputs):
+            raise
+        raise ValueError(f"{table}: {files}: {exc} ({_INPUT_HINTS[table]})") from exc
 
 
 def _args(p: argparse.ArgumentParser) -> None:

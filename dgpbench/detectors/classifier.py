@@ -175,6 +175,12 @@ class ClassifierShiftDetector(BaseEstimator):
         if issparse(X) or np.ndim(X) < 2:  # scikit-learn's own errors (sparse, 1-D)
             validate_data(self, X, reset=reset, dtype=np.float32)
         arr = X.detach().cpu().numpy() if hasattr(X, "detach") else np.asarray(X)
+        if arr.ndim >= 2 and len(arr) == 0:  # before the reshape, which cannot infer -1 of 0
+            what = "reference batch" if reset else "batch under test"
+            raise ValueError(
+                f"{name} (the {what}) is empty, shape {arr.shape}: the classifier test needs "
+                "at least 4 samples (two per half); pass a batch with images"
+            )
         if arr.ndim > 4:
             raise ValueError(
                 f"{name} must be (n, d) features or (n, H, W) / (n, C, H, W) images, got "

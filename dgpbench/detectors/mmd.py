@@ -21,6 +21,7 @@ for every permutation before the next is built, so memory stays bounded by
 
 from __future__ import annotations
 
+import math
 from numbers import Integral, Real
 from typing import Any
 
@@ -102,6 +103,39 @@ def _subsets(rng: np.random.Generator, N: int, n: int, B: int, block: int):
         done += b
 
 
+def _all_subsets(N: int, n: int, block: int):
+    """Yield every reference subset of ``n`` of ``N`` pooled rows, in blocks (int arrays
+    (b, n)), in lexicographic order: the first is ``0..n-1``, the observed split."""
+    from itertools import combinations, islice
+
+    splits = combinations(range(N), n)
+    while chunk := list(islice(splits, block)):
+        yield np.asarray(chunk, dtype=np.int64)
+
+
+def _kernel_gamma(sigma: float) -> float:
+    """``1 / (2 sigma^2)``, refused when float64 cannot hold it (a kernel of 0s or 1s)."""
+    gamma = 1.0 / (2.0 * sigma * sigma) if sigma * sigma > 0 else math.inf
+    if not (math.isfinite(gamma) and gamma > 0):
+        raise ValueError(
+            f"bandwidth {sigma:g} is out of float64's range for the Gaussian kernel "
+            "exp(-|a - b|^2 / (2 bandwidth^2)) (every kernel value would be 0 or 1): pass a "
+            'bandwidth on the scale of the distances between the features, or "median"'
+        )
+    return gamma
+
+
+def _tie_tolerance(N: int, observed: float) -> float:
+    """Splits whose statistic is within this of the observed one count as ties.
+
+    The statistic is a difference of averages of kernel values in [0, 1], each a sum over
+    up to N terms per row: rounding moves it by a few N float64 epsilons, and the observed
+    and a permuted split (say, the swapped halves when n = m, mathematically equal) are
+    summed in different orders. Counting near-ties as ties keeps the p-value valid.
+    """
+    return 8.0 * N * np.finfo(np.float64).eps * max(1.0, abs(observed))
+
+
 def _statistics(q, r, T, n: int, m: int):
     """``MMD^2_u`` of splits with ``q = u' K u``, ``r = u' K 1`` (K with unit diagonal)."""
     s_xx = q - n
@@ -119,7 +153,7 @@ def _permutation_mmd2(Z, n: int, sigma: float, subsets: list, device) -> np.ndar
     Zt = torch.as_tensor(Z, dtype=torch.float64, device=device)
     sq = (Zt * Zt).sum(dim=1)
     rows = max(1, min(N, BLOCK_BYTES // (8 * N)))
-    gamma = 1.0 / (2.0 * sigma * sigma)
+    gamma = _kernel_gamma(sigma)
     n_total = sum(len(s) for s in subsets)
     q = torch.zeros(n_total, dtype=torch.float64, device=device)
     ksum = torch.zeros(N, dtype=torch.float64, device=device)  # K 1
@@ -162,14 +196,20 @@ class MMDShiftDetector(BaseEstimator):
     ``fit`` stores a clean reference batch; ``test`` computes the unbiased MMD^2 between it
     and a new batch and its permutation p-value ``(1 + #{b : MMD^2_b >= MMD^2}) / (1 + B)``,
     which counts the observed statistic (so it is valid at any ``B`` and never below
-    ``1 / (B + 1)``; alibi-detect's leaves it out, its issue #960).
+    ``1 / (B + 1)``; alibi-detect's leaves it out, its issue #960). When the pooled sample
+    has at most ``B`` splits (``C(n + m, n) <= B``, tiny samples) every split is enumerated
+    and the p-value is the exact share of splits at least as extreme as the observed one.
+    The observed statistic is summed in the same block as the permutations, and splits
+    within a few rounding errors of it count as ties (:func:`_tie_tolerance`), so equal
+    statistics (the swapped halves when ``n = m``) are never lost to rounding.
 
     Parameters
     ----------
     alpha : float, default=0.05
         Significance level in (0, 1).
     n_permutations : int, default=1000
-        Number ``B`` of random splits of the pooled sample.
+        Number ``B`` of random splits of the pooled sample (all of them, exactly, when
+        there are at most ``B``).
     bandwidth : "median" or float, default="median"
         Kernel width ``sigma`` of ``exp(-|a - b|^2 / (2 sigma^2))``. ``"median"``: the
         median Euclidean distance between distinct points of the pooled sample (Gretton et
@@ -288,16 +328,45 @@ class MMDShiftDetector(BaseEstimator):
         ShiftTestResult
             ``statistic`` = unbiased MMD^2, ``p_val`` = permutation p-value,
             ``threshold`` = ``alpha``; ``details`` hold ``bandwidth``, ``n_permutations``
-            and ``distance_threshold`` (the permutation (1 - alpha)-quantile of MMD^2).
+            (the number of splits used), ``exact`` (all splits enumerated) and
+            ``distance_threshold`` (the permutation (1 - alpha)-quantile of MMD^2).
+
+        Raises
+        ------
+        ValueError
+            If the bandwidth is out of float64's range for the kernel, or the statistic is
+            not finite (features too large for float64).
         """
         Z, sigma, rng = self._prepare(X)
+        if not np.isfinite(np.einsum("ij,ij->i", Z, Z)).all():
+            raise ValueError(
+                "the MMD statistic is not finite: the features are too large for float64 "
+                f"(largest magnitude {np.abs(Z).max():.3g}); rescale them"
+            )
+        _kernel_gamma(sigma)
         n, N, B = len(self.X_ref_), len(Z), int(self.n_permutations)
         block = max(1, min(B, BLOCK_BYTES // (8 * N)))
-        observed = np.arange(n)[None, :]
-        subsets = [observed, *_subsets(rng, N, n, B, block)]
+        n_splits = math.comb(N, n)
+        exact = n_splits <= B
+        if exact:  # every split, the observed one first: the exact permutation p-value
+            subsets = list(_all_subsets(N, n, block))
+        else:  # the observed split in the first block, summed exactly as the permutations
+            subsets = list(_subsets(rng, N, n, B, block))
+            subsets[0] = np.concatenate([np.arange(n)[None, :], subsets[0]])
         stats = _permutation_mmd2(Z, n, sigma, subsets, resolve_device(self.device))
-        obs, perm = float(stats[0]), stats[1:]
-        p_val = (1.0 + np.count_nonzero(perm >= obs)) / (1.0 + B)
+        if not np.isfinite(stats).all():
+            raise ValueError(
+                "the MMD statistic is not finite: the features are too large for float64 "
+                f"(largest magnitude {np.abs(Z).max():.3g}); rescale them"
+            )
+        obs = float(stats[0])
+        at_least = stats >= obs - _tie_tolerance(N, obs)  # the observed split included
+        if exact:
+            perm = stats
+            p_val = np.count_nonzero(at_least) / n_splits
+        else:
+            perm = stats[1:]
+            p_val = np.count_nonzero(at_least) / (1.0 + B)
         return ShiftTestResult(
             is_drift=bool(p_val < self.alpha),
             statistic=obs,
@@ -310,7 +379,8 @@ class MMDShiftDetector(BaseEstimator):
             version=package_version(),
             details={
                 "bandwidth": sigma,
-                "n_permutations": B,
+                "n_permutations": n_splits if exact else B,
+                "exact": exact,
                 "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
             },
         )

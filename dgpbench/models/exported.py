@@ -12,7 +12,12 @@ archive's zip entries itself,
   ``model_weights_config.json`` (JSON) describes; a weight marked ``use_pickle`` is refused,
   and the sample inputs (a pickle) are never opened;
 
-and rebuilds the network from the graph, which must be one chain of supported ATen operators
+The archive obeys the rules of :mod:`dgpbench.npz` (declared sizes within
+``$DGPBENCH_MAX_INPUT_BYTES``, stored or deflated members, no duplicate entries), and every
+weight's declared layout must fit the bytes stored for it and the layer that uses it before
+it is read, so a small file cannot make this reader allocate gigabytes.
+
+It rebuilds the network from the graph, which must be one chain of supported ATen operators
 (the graph of an ``nn.Sequential`` of the layers below, exported in eval mode):
 
 * ``aten.linear`` -> ``nn.Linear``;
@@ -39,11 +44,36 @@ import numpy as np
 import torch
 from torch import nn
 
+from dgpbench.npz import check_zip_archive, max_input_bytes
+
 __all__ = ["ExportedModelError", "load_exported"]
 
 # torch._export.serde.schema.ScalarType codes of the dtypes a detector's network may use.
 _DTYPES = {6: np.float16, 7: np.float32, 8: np.float64}
+# The other codes, for the error message (torch._export.serde.schema.ScalarType).
+_OTHER_DTYPES = {
+    1: "uint8",
+    2: "int8",
+    3: "int16",
+    4: "int32",
+    5: "int64",
+    9: "complex32",
+    10: "complex64",
+    11: "complex128",
+    12: "bool",
+    13: "bfloat16",
+    28: "uint16",
+    29: "float8_e4m3fn",
+    30: "float8_e5m2",
+    31: "float8_e4m3fnuz",
+    32: "float8_e5m2fnuz",
+    33: "float8_e8m0fnu",
+    34: "uint32",
+    35: "uint64",
+}
 _MAX_GRAPH_BYTES = 64 * 2**20  # the JSON graph of a small network is kilobytes
+# The number of dimensions of each operator's weight and bias (checked before reading them).
+_WEIGHT_NDIM = {"linear": 2, "conv2d": 4}
 
 
 class ExportedModelError(ValueError):
@@ -86,22 +116,22 @@ def _pair(value: Any, default: tuple[int, int]) -> tuple[int, int]:
     return (int(value[0]), int(value[1]))
 
 
-def _linear(node: dict, weight: Callable[[Any], torch.Tensor]) -> nn.Module:
-    w = weight(_arg(node, "weight", 1))
+def _linear(node: dict, weight: Callable[..., torch.Tensor]) -> nn.Module:
+    w = weight(_arg(node, "weight", 1), "linear")
     bias = _arg(node, "bias", 2)
+    b = None if bias is None else weight(bias, "linear", bias_of=w)
     layer = nn.Linear(w.shape[1], w.shape[0], bias=bias is not None, dtype=w.dtype)
     with torch.no_grad():
         layer.weight.copy_(w)
         if bias is not None:
-            layer.bias.copy_(weight(bias))
+            layer.bias.copy_(b)
     return layer
 
 
-def _conv2d(node: dict, weight: Callable[[Any], torch.Tensor]) -> nn.Module:
-    w = weight(_arg(node, "weight", 1))
+def _conv2d(node: dict, weight: Callable[..., torch.Tensor]) -> nn.Module:
+    w = weight(_arg(node, "weight", 1), "conv2d")
     bias = _arg(node, "bias", 2)
-    if w.ndim != 4:
-        raise ExportedModelError(f"conv2d weight of shape {tuple(w.shape)} is not 4-D")
+    b = None if bias is None else weight(bias, "conv2d", bias_of=w)
     groups = int(_arg(node, "groups", 6, 1))
     padding = _arg(node, "padding", 4, [0, 0])
     if isinstance(padding, str):
@@ -120,7 +150,7 @@ def _conv2d(node: dict, weight: Callable[[Any], torch.Tensor]) -> nn.Module:
     with torch.no_grad():
         layer.weight.copy_(w)
         if bias is not None:
-            layer.bias.copy_(weight(bias))
+            layer.bias.copy_(b)
     return layer
 
 
@@ -191,6 +221,13 @@ class _Archive:
         self.zf = zf
         self.path = path
         names = zf.namelist()
+        if len(set(names)) != len(names):
+            # zipfile reads the last of two same-named entries, torch the first: refuse
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ExportedModelError(
+                f"{path} has duplicate entries {dup[:3]}: readers disagree on which one "
+                "counts; re-save it with torch.export.save"
+            )
         tops = {n.split("/", 1)[0] for n in names if "/" in n}
         if len(tops) != 1:
             raise ExportedModelError(
@@ -229,33 +266,81 @@ def _tensor_meta_shape(meta: dict[str, Any], what: str) -> tuple[list[int], list
     return sizes, strides, offset
 
 
-def _read_weights(archive: _Archive, model: str) -> dict[str, torch.Tensor]:
-    """Weights by name, from raw bytes only (a pickled weight is refused, never loaded)."""
-    config = archive.json(f"data/weights/{model}_weights_config.json").get("config", {})
-    weights: dict[str, torch.Tensor] = {}
-    for name, meta in config.items():
-        what = f"{archive.path}: weight {name!r}"
-        if meta.get("use_pickle"):
-            raise ExportedModelError(
-                f"{what} is stored as a pickle, which dgpbench does not load (unpickling can "
-                "run code); re-save the model with torch.export.save from plain tensors"
+class _Weights:
+    """The weights of an archive, declared up front and read one at a time on request.
+
+    Every weight's layout is checked against its file before any is read: its values must
+    fit in the bytes stored (no zero or overlapping strides that turn a few bytes into
+    gigabytes), and :meth:`get` checks its shape against the operator that uses it before
+    materialising it.
+    """
+
+    def __init__(self, archive: _Archive, model: str) -> None:
+        self.archive = archive
+        config = archive.json(f"data/weights/{model}_weights_config.json")
+        if not isinstance(config, dict) or not isinstance(config.get("config", {}), dict):
+            raise ExportedModelError(f"{archive.path}: malformed weights config")
+        self.meta: dict[str, tuple] = {}
+        for name, meta in config.get("config", {}).items():
+            what = f"{archive.path}: weight {name!r}"
+            if not isinstance(meta, dict):
+                raise ExportedModelError(f"{what}: malformed entry")
+            if meta.get("use_pickle"):
+                raise ExportedModelError(
+                    f"{what} is stored as a pickle, which dgpbench does not load (unpickling "
+                    "can run code); re-save the model with torch.export.save from plain tensors"
+                )
+            tmeta = meta.get("tensor_meta") or {}
+            code = tmeta.get("dtype") if isinstance(tmeta, dict) else None
+            dtype = _DTYPES.get(code) if isinstance(code, int) else None
+            if dtype is None:
+                kind = _OTHER_DTYPES.get(code, "unknown") if isinstance(code, int) else "unknown"
+                raise ExportedModelError(
+                    f"{what} has dtype {kind} (torch.export code {code!r}): dgpbench reads "
+                    "float16, float32 and float64 weights; convert the model first, e.g. "
+                    "model.float() before torch.export.export"
+                )
+            sizes, strides, offset = _tensor_meta_shape(tmeta, what)
+            member = f"data/weights/{meta.get('path_name')}"
+            full = archive.prefix + member
+            if full not in archive.names:
+                raise ExportedModelError(f"{what}: its data {member!r} is not in the archive")
+            item = np.dtype(dtype).itemsize
+            stored = archive.zf.getinfo(full).file_size // item
+            n = math.prod(sizes)
+            last = offset + sum((s - 1) * st for s, st in zip(sizes, strides, strict=True))
+            if n and (last >= stored or n > stored - offset):
+                raise ExportedModelError(
+                    f"{what} declares shape {sizes} with strides {strides} ({n} values) but "
+                    f"its data holds {stored} values: truncated or forged"
+                )
+            self.meta[name] = (what, dtype, sizes, strides, offset, member)
+
+    def get(self, name: str, op: str, bias_of: torch.Tensor | None = None) -> torch.Tensor:
+        """Weight ``name`` of an ``op`` layer, its shape checked before it is read."""
+        what, dtype, sizes, strides, offset, member = self.meta[name]
+        ndim = 1 if bias_of is not None else _WEIGHT_NDIM[op]
+        if len(sizes) != ndim or (bias_of is not None and sizes != [bias_of.shape[0]]):
+            expected = (
+                f"[{bias_of.shape[0]}] (the bias of {bias_of.shape[0]} outputs)"
+                if bias_of is not None
+                else f"{ndim} dimensions"
             )
-        tmeta = meta.get("tensor_meta") or {}
-        dtype = _DTYPES.get(tmeta.get("dtype"))
-        if dtype is None:
-            raise ExportedModelError(f"{what} has dtype code {tmeta.get('dtype')}: not a float")
-        sizes, strides, offset = _tensor_meta_shape(tmeta, what)
-        raw = archive.read(f"data/weights/{meta.get('path_name')}", limit=2**34)
+            raise ExportedModelError(
+                f"{what} of the {op} layer has shape {sizes}, expected {expected}"
+            )
+        raw = self.archive.read(member, limit=max_input_bytes())
+        if len(raw) % np.dtype(dtype).itemsize:
+            raise ExportedModelError(
+                f"{what}: its data has {len(raw)} bytes, not a whole number of "
+                f"{np.dtype(dtype).name} values (truncated or corrupt)"
+            )
         flat = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
-        last = offset + sum((s - 1) * st for s, st in zip(sizes, strides, strict=True))
-        if math.prod(sizes) and last >= flat.size:
-            raise ExportedModelError(f"{what}: its file is too short for shape {sizes}")
         item = flat.itemsize
         view = np.lib.stride_tricks.as_strided(
             flat[offset:], shape=sizes, strides=[s * item for s in strides], writeable=False
         )
-        weights[name] = torch.from_numpy(np.array(view, dtype=dtype))
-    return weights
+        return torch.from_numpy(np.array(view, dtype=dtype))
 
 
 def load_exported(path: str | os.PathLike[str]) -> tuple[nn.Sequential, tuple[int, ...] | None]:
@@ -276,9 +361,14 @@ def load_exported(path: str | os.PathLike[str]) -> tuple[nn.Sequential, tuple[in
 
     Raises
     ------
+    FileNotFoundError
+        If ``path`` does not exist.
     ExportedModelError
-        If the file is not a readable archive, holds pickled data, or its graph is not a
-        chain of supported operators (the message names the first unsupported one).
+        If the file is not a readable archive, is larger than ``$DGPBENCH_MAX_INPUT_BYTES``
+        (see :mod:`dgpbench.npz`), has duplicate entries, holds pickled data or weights
+        whose layout does not fit their data or their layer, or its graph is not a chain
+        of supported operators (the message names the first unsupported one). Any other
+        malformation is an ``ExportedModelError`` naming the file and the cause.
 
     Examples
     --------
@@ -291,11 +381,28 @@ def load_exported(path: str | os.PathLike[str]) -> tuple[nn.Sequential, tuple[in
     (['Linear', 'ReLU', 'Linear'], (4,))
     """
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    try:
+        return _load(path)
+    except ExportedModelError:
+        raise
+    except Exception as exc:  # malformed JSON values, damaged zip data, a recursion bomb...
+        lines = str(exc).strip().splitlines()
+        raise ExportedModelError(
+            f"{path}: malformed torch.export file ({type(exc).__name__}: "
+            f"{lines[0] if lines else ''}); re-save it with torch.export.save"
+        ) from exc
+
+
+def _load(path: Path) -> tuple[nn.Sequential, tuple[int, ...] | None]:
+    try:
+        check_zip_archive(path, "torch.export file")  # $DGPBENCH_MAX_INPUT_BYTES, methods
+    except ValueError as exc:
+        raise ExportedModelError(str(exc)) from exc
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise ExportedModelError(f"{path} is not a torch.export archive (.pt2): {exc}") from exc
     with zf:
         archive = _Archive(zf, path)
@@ -324,8 +431,8 @@ def load_exported(path: str | os.PathLike[str]) -> tuple[nn.Sequential, tuple[in
                 "which dgpbench does not read; export a plain nn.Sequential"
             )
         _signature(program, path)  # refuse buffers etc. before reading any weight
-        weights = _read_weights(archive, name)
-    return _build(program, weights, path)
+        weights = _Weights(archive, name)
+        return _build(program, weights, path)
 
 
 def _signature(program: dict[str, Any], path: Path) -> tuple[dict[str, str], list[str], list]:
@@ -357,7 +464,7 @@ def _signature(program: dict[str, Any], path: Path) -> tuple[dict[str, str], lis
 
 
 def _build(
-    program: dict[str, Any], weights: dict[str, torch.Tensor], path: Path
+    program: dict[str, Any], weights: _Weights, path: Path
 ) -> tuple[nn.Sequential, tuple[int, ...] | None]:
     try:
         graph = program["graph_module"]["graph"]
@@ -365,13 +472,13 @@ def _build(
         raise ExportedModelError(f"{path}: the program has no graph ({exc})") from exc
     params, user_inputs, outputs = _signature(program, path)
 
-    def weight(ref: Any) -> torch.Tensor:
+    def weight(ref: Any, op: str, bias_of: torch.Tensor | None = None) -> torch.Tensor:
         if not (isinstance(ref, tuple) and ref[0] == "tensor" and ref[1] in params):
             raise ExportedModelError(f"{path}: a layer's weight is not a parameter ({ref!r})")
         key = params[ref[1]]
-        if key not in weights:
+        if key not in weights.meta:
             raise ExportedModelError(f"{path}: parameter {key!r} has no stored weight")
-        return weights[key]
+        return weights.get(key, op, bias_of)
 
     current = user_inputs[0]
     layers: list[nn.Module] = []

@@ -64,6 +64,53 @@ class TableSpec:
     ours_columns: tuple[str, ...] = field(default=())
 
 
+def read_csv_file(path: str | os.PathLike, what: str, **kwargs) -> pd.DataFrame:
+    """Read a CSV (or ``.csv.gz``) file we are given, with one clear error per bad input.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    what : str
+        What the file should be, for the messages (``"records"``, ``"published table"``).
+    **kwargs
+        Passed to ``pandas.read_csv``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is a folder, empty, binary or not parseable as CSV (naming the file).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} file {path} is a folder: pass the CSV file itself")
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file {path} does not exist")
+    try:
+        table = pd.read_csv(path, **kwargs)
+    except pd.errors.EmptyDataError as exc:
+        raise ValueError(f"{what} file {path} is empty") from exc
+    except (UnicodeDecodeError, pd.errors.ParserError, EOFError, OSError) as exc:
+        raise ValueError(
+            f"{what} file {path} is not a text CSV file ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from exc
+    if any("\x00" in str(c) for c in table.columns):
+        raise ValueError(f"{what} file {path} is not a text CSV file (binary content)")
+    return table
+
+
+def require_columns(table: pd.DataFrame, columns: Sequence[str], what: str, hint: str) -> None:
+    """Raise ``ValueError`` naming the missing columns of ``what`` and the file to pass."""
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"{what} lacks columns {missing} (it has {list(table.columns)[:8]}): {hint}"
+        )
+
+
 def load_published(spec: TableSpec, path: str | os.PathLike | None = None) -> pd.DataFrame:
     """Read a published table (default: the paper's, shipped with dgpbench).
 
@@ -91,7 +138,7 @@ def load_published(spec: TableSpec, path: str | os.PathLike | None = None) -> pd
             table = pd.read_csv(handle, dtype=str)
     else:
         name = str(path)
-        table = pd.read_csv(path, dtype=str)
+        table = read_csv_file(path, "published table", dtype=str)
     missing = [c for c in (*spec.keys, spec.value) if c not in table.columns]
     if missing:
         raise ValueError(f"published table {name} lacks columns {missing}")
