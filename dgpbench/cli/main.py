@@ -135,6 +135,41 @@ def _flush_stdout() -> None:
         raise
 
 
+def _same_file(a: object, b: object) -> bool:
+    try:
+        return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def refuse_output_over_input(args: argparse.Namespace) -> None:
+    """Refuse an ``--out``/``--out-dir`` that is one of the command's inputs, before any work.
+
+    Every option value of the parsed command is compared with the output path (the same
+    file, through links too): ``fit --out cnn.pt2 --model cnn.pt2`` would otherwise replace
+    the model with the detector, ``--out clean.npz`` the images.
+
+    Raises
+    ------
+    CommandError
+        Naming both options.
+    """
+    for out_key in ("out", "out_dir"):
+        target = getattr(args, out_key, None)
+        if not isinstance(target, (str, os.PathLike)):
+            continue
+        for key, value in vars(args).items():
+            if key in ("out", "out_dir") or key.startswith("_"):
+                continue
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, (str, os.PathLike)) and _same_file(item, target):
+                    raise CommandError(
+                        f"--{out_key.replace('_', '-')} {target} is also the input "
+                        f"--{key.replace('_', '-')}: writing it would destroy that input; "
+                        "choose another output path"
+                    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dgpbench`` console script; returns the exit status.
 
@@ -163,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return 2
         command = f"dgpbench {args.command}"
+        refuse_output_over_input(args)
         status = int(args._run(args) or 0)
         _flush_stdout()
         return status

@@ -306,6 +306,29 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
                 raise
             self.body_, self.graph_ = NetworkBody(network, self.device), None
 
+    def to_device(self, device: str) -> _MLPFeatures:
+        """Move a fitted transformer's network to ``device`` (e.g. a loaded detector's).
+
+        Parameters
+        ----------
+        device : {"cpu", "cuda", "auto"}
+            Where the network's forward pass runs from now on.
+
+        Returns
+        -------
+        self : object
+        """
+        from dgpbench.models.cnn import NetworkBody
+        from dgpbench.topology.graphs import MLPGraph
+
+        check_is_fitted(self, "graph_")
+        self._check_split()
+        self.device = device
+        if self.body_ is not None:
+            self.body_ = NetworkBody(self.body_.module, device)
+        self.graph_ = MLPGraph.from_module(self.graph_, device=device)
+        return self
+
     def _check_split(self) -> None:
         """Rebuild a recorded split that a detector file's loader left out (``graph_`` None:
         the network whole in ``body_``), and refuse one it replaced by another."""
