@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -344,27 +345,29 @@ def _print_record(record: dict, result: Any, fitted: FittedDetector, as_json: bo
         if across
         else ""
     )
-    print(f"{record['batch']}: {verdict}{extra}")
     if record["features"] is not None:
         import pandas as pd
 
         print(
-            f"  smallest adjusted p-value {record['p_value']:.4g} (alpha {record['alpha']:g}, "
-            f"correction {record['correction']}, {len(record['features'])} features)"
+            f"{verdict}: smallest adjusted p-value {record['p_value']:.4g} (alpha "
+            f"{record['alpha']:g}, correction {record['correction']}, "
+            f"{len(record['features'])} features){extra}"
         )
         print(
-            f"  method {record['method']}; {record['n_refs']} reference, {record['n_clean']} "
-            f"clean and {record['n_batch']} test images\n"
+            f"method {record['method']}; {record['n_refs']} reference, {record['n_clean']} "
+            f"clean and {record['n_batch']} test images; batch {record['batch']}\n"
         )
         table = pd.DataFrame(record["features"])
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print()
     else:
         print(
-            f"  {record['test']} p-value {record['p_value']:.4g}, statistic "
-            f"{record['statistic']:.4g} (alpha {record['alpha']:g}); representation "
-            f"{record['method']}; {record['n_clean']} clean and {record['n_batch']} test images"
+            f"{verdict}: {record['test']} p-value {record['p_value']:.4g}, statistic "
+            f"{record['statistic']:.4g} (alpha {record['alpha']:g}){extra}; representation "
+            f"{record['method']}; {record['n_clean']} clean and {record['n_batch']} test "
+            f"images; batch {record['batch']}"
         )
-    print(flush=True)
+    sys.stdout.flush()
 
 
 def _sha256(path: Any) -> str | None:
