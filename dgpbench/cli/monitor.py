@@ -170,7 +170,7 @@ def _batch_files(patterns: list[str]) -> list[Path]:
         if path.is_dir():
             found = sorted(p for p in path.glob("*.npz") if p.is_file())
             if not found:
-                raise CommandError(f"--batch {item}: the folder holds no .npz file")
+                raise CommandError(f"--batch {item} is a directory with no .npz file in it")
             files.extend(found)
         else:
             files.append(path)
