@@ -41,7 +41,6 @@ from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -453,6 +452,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         if self.representation != "distances":  # "raw" (and Softmax's "softmax")
             return np.concatenate(blocks, axis=1).astype(np.float64, copy=False)
         # cdist, not broadcasting: (n, c, d) temporaries reach hundreds of MB for MAGDiff.
+        from scipy.spatial.distance import cdist  # here: scipy.spatial costs every start-up
+
         dists = [
             cdist(b.astype(np.float64, copy=False), mu)
             for b, mu in zip(blocks, self.class_means_, strict=True)
