@@ -487,11 +487,11 @@ def _make_features(args: argparse.Namespace, method: str) -> Any:
         "n_jobs": args.threads,
         "device": args.device,
     }
-    if args.head is not None:
-        params["head"] = list(args.head)
     feats = make_features(method, args.model, **params)
-    if args.head is not None and "head" not in inspect.signature(type(feats)).parameters:
-        raise CommandError(f"--head is for tu, dgp and magdiff; method {method} takes no head")
+    if args.head is not None:
+        if "head" not in inspect.signature(type(feats)).parameters:
+            raise CommandError(f"--head is for tu, dgp and magdiff; method {method} takes no head")
+        feats.set_params(head=list(args.head))
     return feats
 
 
