@@ -236,6 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=logging.DEBUG if args.verbose else logging.INFO,
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        if not args.verbose:
+            # torch logs at INFO through the root logger (e.g. "FakeTensor cache stats" at
+            # exit after Ctrl-C, 28.23): its messages are for torch's developers
+            logging.getLogger("torch").setLevel(logging.WARNING)
         if os.environ.get("SLURM_JOB_ID"):
             log.info("running in SLURM job %s", os.environ["SLURM_JOB_ID"])
         if getattr(args, "_run", None) is None:  # no command: usage and exit 2, as git does

@@ -415,12 +415,21 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
 
     def _warn_missing_classes(self, *, labelled: bool) -> None:
         """Warn when the references leave out some of the model's classes: those get no
-        class mean, so the features have fewer distance columns than the model has outputs."""
-        if self.representation != "distances" or self.classes_.dtype.kind not in "iu":
+        class mean, so the features have fewer distance columns than the model has outputs.
+        Refuse integer labels the model cannot output."""
+        if self.classes_.dtype.kind not in "iu":
             return
         n_out = self.graph_.n_outputs
         if self.classes_.min() < 0 or self.classes_.max() >= n_out:
-            return  # labels are not output indices: nothing to compare with
+            # a label the model cannot output: the wrong labels, or the wrong model (28.21)
+            wrong = [int(c) for c in self.classes_ if c < 0 or c >= n_out]
+            raise ValueError(
+                f"the reference labels include {wrong[:5]}{'...' if len(wrong) > 5 else ''}, "
+                f"but the model has {n_out} outputs (classes 0..{n_out - 1}): pass the "
+                "labels of the model's classes, or the model these labels belong to"
+            )
+        if self.representation != "distances":
+            return
         missing = sorted(set(range(n_out)) - {int(c) for c in self.classes_})
         if missing:
             why = "the reference labels have" if labelled else "the model predicts"
