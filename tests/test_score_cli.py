@@ -200,3 +200,23 @@ def test_score_imports_no_workflow_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(root), "PATH": ""}, check=True)  # fmt: skip
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_an_in_memory_detector_asks_for_model_in_the_shells_words(work, tmp_path, capsys):
+    # 31.7: the file records no model; the shell says --model, Python says model=
+    import scorecli_net
+
+    from dgpbench import KSShiftDetector, SoftmaxFeatures
+    from dgpbench.saved import FittedDetector, load_detector, save_detector
+
+    net = scorecli_net.mlp()
+    x = np.load(work / "clean.npz")["x"]
+    feats = SoftmaxFeatures(net).fit(x)
+    fitted = FittedDetector(feats, KSShiftDetector().fit(feats.transform(x)), {"method": "softmax"})
+    path = tmp_path / "mem.npz"
+    save_detector(path, fitted)
+    with pytest.raises(ValueError, match="pass model="):
+        load_detector(path)
+    code = main(["score", "--detector", str(path), "--batch", str(work / "b1.npz")])
+    err = capsys.readouterr().err
+    assert code == 2 and "pass --model MODEL" in err and "model=" not in err

@@ -199,7 +199,18 @@ def _score(args: argparse.Namespace) -> int:
         from dgpbench.saved import load_detector
 
         with torch_threads(args.threads):
-            fitted = load_detector(args.detector, model=args.model)
+            try:
+                fitted = load_detector(args.detector, model=args.model)
+            except ValueError as exc:
+                # the Python API's wording (model=) said on the command line's (--model)
+                text = str(exc)
+                if text.rstrip().endswith("pass model="):
+                    text = (
+                        text.rstrip()[: -len("model=")]
+                        + "--model MODEL (the network it was fitted with)"
+                    )
+                    raise CommandError(text) from exc
+                raise
         _set_device(fitted, args.device)
     else:
         load_npz_images(batches[0])  # read one batch before the long fit: fail early
