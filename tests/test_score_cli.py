@@ -220,3 +220,20 @@ def test_an_in_memory_detector_asks_for_model_in_the_shells_words(work, tmp_path
     code = main(["score", "--detector", str(path), "--batch", str(work / "b1.npz")])
     err = capsys.readouterr().err
     assert code == 2 and "pass --model MODEL" in err and "model=" not in err
+
+
+def test_a_named_head_of_a_plain_sequential_survives_saving(work, capsys):
+    det = str(work / "det-head.npz")
+    fit = ["fit", "--model", "scorecli_net:mlp", "--clean", str(work / "clean.npz"),
+           "--method", "tu", "--head", "3", "--out", det]  # fmt: skip
+    assert main(fit) == 0
+    one_call = _score(work, "--clean", str(work / "clean.npz"), "--batch", str(work / "b1.npz"),
+                      "--method", "tu", "--head", "3", "--json")  # fmt: skip
+    main(one_call)
+    direct = json.loads(capsys.readouterr().out)
+    assert main(_score(work, "--detector", det, "--batch", str(work / "b1.npz"), "--json")) in (
+        0,
+        1,
+    )
+    saved = json.loads(capsys.readouterr().out)
+    assert saved["features"] == direct["features"]

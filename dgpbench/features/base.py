@@ -288,9 +288,9 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
             return
         self.head_ = self.head_activations_ = self.output_ = None
         head = getattr(self, "head", None)
-        if head is not None or (
-            not self._needs_head and getattr(network, "forward", None) is not None
-        ):
+        from torch import nn
+
+        if head is not None or (not self._needs_head and isinstance(network, nn.Module)):
             # a named head, or only the logits wanted: the network is run whole, so a
             # trailing softmax or a forward of its own needs no layer-by-layer reading
             from dgpbench.models.cnn import _is_plain_sequential
@@ -341,10 +341,10 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         if self.graph_ is None and module is not None:
             self._attach_network(module, fitted=True)
             return
-        raise ValueError(
-            f"this {type(self).__name__} was fitted on the head {self.head_} of the network, "
-            "but its network was attached without it: call _attach_network(network)"
-        )
+        # A loader split the network by its layers, not by the recorded head (a named head
+        # of a plain nn.Sequential): read the network again and apply the recorded split.
+        network, _ = _load_model(self.model)
+        self._attach_network(network, fitted=True)
 
     def _find_split(self, X: np.ndarray) -> None:
         """Split a network that cannot be read layer by layer, on the reference images."""
