@@ -408,3 +408,23 @@ def test_clone_and_params():
 def test_docstring_examples_run():
     results = doctest.testmod(dgpbench.detectors.ks, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert results.attempted > 0 and results.failed == 0
+
+
+def test_one_constant_feature_rule_with_the_grids_batched_ks():
+    # issue 31.5: the detector and the grid's ks_batch decide alike on constant features
+    import warnings
+
+    from dgpbench.failing_loudly.toolbox import ks_batch
+
+    rng = np.random.default_rng(2)
+    ref, test = rng.normal(size=(3, 20, 4)), rng.normal(loc=0.3, size=(3, 20, 4))
+    ref[:, :, 0] = test[:, :, 0] = 0.0  # constant in both: p = 1
+    ref[2, :, 1] = 1.0  # constant reference only (draw 2): evidence like any feature
+    rejected, p_value = ks_batch(ref, test)
+    for draw in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            result = KSShiftDetector().fit(ref[draw]).test(test[draw])
+        assert result.is_drift == rejected[draw]
+        assert result.min_p_val_adjusted == pytest.approx(p_value[draw])
+        assert result.p_val[0] == 1.0
