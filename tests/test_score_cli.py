@@ -251,3 +251,16 @@ def test_no_page_shows_a_path_of_a_developers_machine():
         for m in re.finditer(r"(?<![\w.])/(?:work|home|Users|root)/[\w./-]+", page.read_text())
     ]
     assert not found, found
+
+
+@pytest.mark.parametrize(
+    ("test", "option"),
+    [("ks", ["--permutations", "10"]), ("mmd", ["--correction", "fdr"]), ("ks", ["--seed", "1"]),
+     ("chi2", ["--seed", "1"])],
+)  # fmt: skip
+def test_an_option_the_test_does_not_use_is_refused(work, test, option, tmp_path, capsys):
+    out = tmp_path / "d.npz"
+    fit = ["fit", "--model", "scorecli_net:mlp", "--clean", str(work / "clean.npz"),
+           "--test", test, *option, "--out", str(out)]  # fmt: skip
+    assert main(fit) == 2
+    assert f"{option[0]} is for --test" in capsys.readouterr().err and not out.exists()

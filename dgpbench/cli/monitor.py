@@ -445,6 +445,11 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     method = (
         "images" if test == "classif" else args.method or ("bbsdh" if test == "chi2" else "dgp")
     )
+    # an option the chosen test does not use would be silently ignored: refuse it
+    for option, tests in (("correction", ("ks",)), ("permutations", ("mmd",)),
+                          ("seed", ("mmd", "classif"))):  # fmt: skip
+        if getattr(args, option, None) is not None and test not in tests:
+            raise CommandError(f"--{option} is for --test {' or '.join(tests)}, not {test}")
     missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k, None) is None]
     if missing:
         hint = "" if args.command == "fit" else "; or pass --detector from `dgpbench fit`"
@@ -457,8 +462,6 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     if test == "ks":
         correction = _setting(args, "correction")
         params["correction"] = None if correction == "none" else correction
-    elif args.correction is not None:
-        raise CommandError(f"--correction is for --test ks (over its features), not {test}")
     if test in ("mmd", "classif"):
         params["random_state"] = _setting(args, "seed")
     if test == "mmd":
