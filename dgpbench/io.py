@@ -13,10 +13,12 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported by the callers that write tables, not here
+    import pandas as pd
 
 
 def _umask() -> int:

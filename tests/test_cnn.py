@@ -154,7 +154,8 @@ def test_the_head_is_the_longest_trailing_mlp():
         (nn.Sequential(nn.Linear(4, 4), nn.Conv1d(1, 1, 1)), ValueError, "does not end in an MLP"),
         (nn.Sequential(nn.Conv2d(1, 2, 3), nn.Linear(6, 2)), ValueError, "not \\(N, features\\)"),
         ((np.eye(3), nn.Sequential(nn.Linear(3, 2))), TypeError, "body of a \\(body, head\\) pair"),
-        (nn.Linear(3, 2), TypeError, "nn.Sequential"),
+        # any module is run (issue 31): one that cannot take the images says so
+        (nn.Linear(3, 2), ValueError, r"cannot take input of shape \(120, 8, 8\)"),
     ],
 )
 def test_bad_models_are_clear_errors(model, error, match, images):
@@ -163,15 +164,22 @@ def test_bad_models_are_clear_errors(model, error, match, images):
         make_features("tu", model).fit(x_ref, y_ref)
 
 
-def test_sequential_subclass_with_its_own_forward_is_rejected():
+def test_sequential_subclass_with_its_own_forward_is_run_not_read():
+    # issue 31: its modules need not run in order, so it is split by running it (find_head)
     class Reversed(nn.Sequential):
         def forward(self, x):
             for m in reversed(self):
                 x = m(x)
             return x
 
-    with pytest.raises(TypeError, match="its own forward"):
-        split_network(Reversed(nn.Conv2d(1, 1, 1), nn.Flatten(), nn.Linear(64, 2)))
+    torch.manual_seed(0)
+    net = Reversed(nn.Linear(5, 3), nn.ReLU(), nn.Linear(4, 5)).eval()
+    body, head = split_network(net)
+    assert head is None and body is not None  # the whole network, split on data
+    X = np.random.default_rng(0).uniform(size=(12, 4)).astype(np.float32)
+    feats = make_features("tu", net).fit(X, [0, 1, 2] * 4)
+    assert feats.head_ == ("2", "0") and feats.head_activations_ == ("relu", "identity")
+    assert feats.graph_.layer_sizes == (4, 5, 3)
 
 
 def test_body_that_cannot_take_the_input_names_the_shape(images):

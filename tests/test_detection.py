@@ -288,12 +288,36 @@ def test_one_dimensional_input_raises():
         KSShiftDetector().fit(np.arange(5.0))
 
 
-def test_constant_reference_features_raise_naming_indices():
-    X = np.random.default_rng(0).normal(size=(10, 5))
-    X[:, 1] = 3.0
-    X[:, 4] = 0.0
-    with pytest.raises(ValueError, match=r"constant features at indices \[1, 4\]"):
-        KSShiftDetector().fit(X)
+def test_features_constant_in_both_samples_get_p_1_with_a_warning_naming_how_many():
+    # issue 31.5: one rule with the grid's batched KS (scipy's p = 1), not a refusal
+    from scipy.stats import ks_2samp
+
+    rng = np.random.default_rng(0)
+    X_ref, X = rng.normal(size=(10, 5)), rng.normal(size=(8, 5))
+    X_ref[:, 1] = X[:, 1] = 3.0
+    X_ref[:, 4] = X[:, 4] = 0.0
+    det = KSShiftDetector().fit(X_ref)
+    with pytest.warns(UserWarning, match="2 of 5 features are constant in both samples"):
+        result = det.test(X)
+    assert result.p_val[1] == result.p_val[4] == 1.0 and result.distance[[1, 4]].tolist() == [0, 0]
+    np.testing.assert_array_equal(result.p_val, ks_2samp(X_ref, X, axis=0).pvalue)
+    assert result.threshold == 0.05 / 5  # they still count in the correction
+    # a reference constant at another value than the batch is evidence, as scipy says
+    X[:, 4] = 1.0
+    with pytest.warns(UserWarning, match="1 of 5 features"):
+        assert det.test(X).p_val[4] < 1e-3
+
+
+def test_nored_ks_runs_on_images_with_constant_border_pixels():
+    from dgpbench.features.reductions import NoRedFeatures
+
+    rng = np.random.default_rng(1)
+    images = rng.uniform(size=(40, 1, 6, 6))
+    images[:, :, 0, :] = 0.0  # a border row that is 0 in every image, as MNIST's
+    feats = NoRedFeatures().fit(images[:20])
+    det = KSShiftDetector().fit(feats.transform(images[:20]))
+    with pytest.warns(UserWarning, match="6 of 36 features"):
+        assert not det.predict(feats.transform(images[20:]))
 
 
 def test_constant_test_batch_is_evidence_not_an_error():
@@ -384,3 +408,23 @@ def test_clone_and_params():
 def test_docstring_examples_run():
     results = doctest.testmod(dgpbench.detectors.ks, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert results.attempted > 0 and results.failed == 0
+
+
+def test_one_constant_feature_rule_with_the_grids_batched_ks():
+    # issue 31.5: the detector and the grid's ks_batch decide alike on constant features
+    import warnings
+
+    from dgpbench.failing_loudly.toolbox import ks_batch
+
+    rng = np.random.default_rng(2)
+    ref, test = rng.normal(size=(3, 20, 4)), rng.normal(loc=0.3, size=(3, 20, 4))
+    ref[:, :, 0] = test[:, :, 0] = 0.0  # constant in both: p = 1
+    ref[2, :, 1] = 1.0  # constant reference only (draw 2): evidence like any feature
+    rejected, p_value = ks_batch(ref, test)
+    for draw in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            result = KSShiftDetector().fit(ref[draw]).test(test[draw])
+        assert result.is_drift == rejected[draw]
+        assert result.min_p_val_adjusted == pytest.approx(p_value[draw])
+        assert result.p_val[0] == 1.0

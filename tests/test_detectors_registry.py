@@ -113,10 +113,11 @@ def _args(files, batch, *extra):
 
 
 @pytest.mark.parametrize(
-    ("test", "method"), [("mmd", "pca"), ("chi2", "bbsdh"), ("classif", "dgp"), ("mmd", "bbsds")]
+    ("test", "method"), [("mmd", "pca"), ("chi2", "bbsdh"), ("classif", None), ("mmd", "bbsds")]
 )
 def test_score_with_each_test(files, capsys, test, method):
-    extra = ["--test", test, "--method", method, "--permutations", "99", "--json"]
+    extra = ["--test", test, *(["--method", method] if method else []), "--json"]
+    extra += ["--permutations", "99"] if test == "mmd" else []
     code = main(_args(files, "bright", *extra))
     report = json.loads(capsys.readouterr().out)
     assert report["test"] == test and code == int(report["shift"])
@@ -125,6 +126,12 @@ def test_score_with_each_test(files, capsys, test, method):
         assert report["p_value"] >= 1 / 100
     if test != "chi2":  # a brightness shift of 0.5 is plain to MMD on PCA and to the classifier
         assert code == 1
+
+
+def test_score_classif_refuses_a_method_it_would_not_use(files, capsys):
+    # the classifier tests the images: a --method would be silently ignored
+    assert main(_args(files, "bright", "--test", "classif", "--method", "dgp")) == 2
+    assert "--method is not used by --test classif" in capsys.readouterr().err
 
 
 def test_score_chi2_needs_hard_labels(files, capsys):

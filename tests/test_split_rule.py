@@ -29,8 +29,6 @@ def _seeded(*modules):
         (nn.SiLU(), "SiLU"),
         (nn.ELU(), "ELU"),
         (nn.Softplus(), "Softplus"),
-        (nn.BatchNorm1d(6), "BatchNorm1d"),
-        (nn.LayerNorm(6), "LayerNorm"),
     ],
 )
 def test_an_unsupported_layer_between_linear_maps_is_an_error_naming_it(layer, name):
@@ -40,6 +38,20 @@ def test_an_unsupported_layer_between_linear_maps_is_an_error_naming_it(layer, n
     X, y = np.random.default_rng(0).uniform(size=(12, 4)).astype(np.float32), [0, 1, 2] * 4
     with pytest.raises(TypeError, match=name):
         TUFeatures(net).fit(X, y)
+
+
+@pytest.mark.parametrize("norm", [nn.BatchNorm1d(6), nn.LayerNorm(6)], ids=["batch", "layer"])
+def test_a_normalisation_layer_between_linear_maps_makes_a_body_with_a_warning(norm, caplog):
+    # issue 31: BatchNorm/LayerNorm mix a sample's units (or batch statistics): not an
+    # element-wise layer of the graph but a body; the warning names the linear map left there
+    net = _seeded(nn.Linear(4, 6), norm, nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 3)).eval()
+    with caplog.at_level(logging.INFO, logger="dgpbench.models.cnn"):
+        body, graph = split_network(net)
+    assert body is not None and graph.layer_sizes == (6, 6, 3)
+    [record] = [r for r in caplog.records if r.name == "dgpbench.models.cnn"]
+    assert record.levelno == logging.WARNING and "linear map(s) 0" in record.getMessage()
+    X = np.random.default_rng(0).uniform(size=(12, 4)).astype(np.float32)
+    assert TUFeatures(net).fit(X, [0, 1, 2] * 4).transform(X).shape == (12, 3)
 
 
 def test_the_issues_silu_mlp_is_refused_not_cut_to_its_last_map():

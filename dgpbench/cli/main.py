@@ -62,15 +62,56 @@ works, e.g.
 Run it in a clone of the repository (the workflow ships there, not in the package)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level argument parser with every registered subcommand."""
+#: The module that registers each subcommand (tests/test_cli_help.py checks this table
+#: against the registrations): ``dgpbench score ...`` imports only its own module, not the
+#: workflow's (pandas, scipy.ndimage, ...), so a command starts as fast as it can.
+COMMAND_MODULES: dict[str, str] = {
+    "score": "monitor",
+    "fit": "monitor",
+    "analysis": "analysis",
+    "compare-paper": "compare",
+    **{
+        f"fl-{name}": "failing_loudly"
+        for name in ("images", "shift", "features", "detect", "report", "figure")
+    },
+    **{
+        name: "paper"
+        for name in (
+            "train",
+            "train-cnn",
+            "images",
+            "corrupt",
+            "features",
+            "detect",
+            "aggregate",
+            "tables",
+            "figures",
+            "compare",
+        )
+    },
+    "run": "run",
+}
+
+#: Every step module, in the order of ``dgpbench --help``.
+_MODULES: tuple[str, ...] = ("analysis", "compare", "failing_loudly", "monitor", "paper", "run")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Return the top-level argument parser.
+
+    Parameters
+    ----------
+    command : str, optional
+        Register only the module of this subcommand (see :data:`COMMAND_MODULES`); every
+        subcommand when None or unknown (``--help``, a typo: argparse then lists them all).
+    """
+    import importlib
+
     # Each step module registers its subcommands in dgpbench.cli.registry when imported.
-    import dgpbench.cli.analysis  # `dgpbench analysis`
-    import dgpbench.cli.compare  # `dgpbench compare-paper`
-    import dgpbench.cli.failing_loudly  # the Failing-loudly grid's `dgpbench fl-*`
-    import dgpbench.cli.monitor  # `dgpbench fit`, `dgpbench score`: the user's commands
-    import dgpbench.cli.paper  # the DGP paper workflow's steps
-    import dgpbench.cli.run  # noqa: F401  (`dgpbench run`)
+    module = COMMAND_MODULES.get(command or "")
+    for name in _MODULES if module is None else (module,):
+        importlib.import_module(f"dgpbench.cli.{name}")
+    wanted = None if module is None else {k for k, v in COMMAND_MODULES.items() if v == module}
 
     parser = argparse.ArgumentParser(
         prog="dgpbench",
@@ -80,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (help_, add_args, run) in SUBCOMMANDS.items():
+        if wanted is not None and name not in wanted:
+            continue
         p = sub.add_parser(name, help=help_, description=help_)
         add_args(p)
         p.set_defaults(_run=run)
@@ -135,6 +178,41 @@ def _flush_stdout() -> None:
         raise
 
 
+def _same_file(a: object, b: object) -> bool:
+    try:
+        return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def refuse_output_over_input(args: argparse.Namespace) -> None:
+    """Refuse an ``--out``/``--out-dir`` that is one of the command's inputs, before any work.
+
+    Every option value of the parsed command is compared with the output path (the same
+    file, through links too): ``fit --out cnn.pt2 --model cnn.pt2`` would otherwise replace
+    the model with the detector, ``--out clean.npz`` the images.
+
+    Raises
+    ------
+    CommandError
+        Naming both options.
+    """
+    for out_key in ("out", "out_dir"):
+        target = getattr(args, out_key, None)
+        if not isinstance(target, (str, os.PathLike)):
+            continue
+        for key, value in vars(args).items():
+            if key in ("out", "out_dir") or key.startswith("_"):
+                continue
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, (str, os.PathLike)) and _same_file(item, target):
+                    raise CommandError(
+                        f"--{out_key.replace('_', '-')} {target} is also the input "
+                        f"--{key.replace('_', '-')}: writing it would destroy that input; "
+                        "choose another output path"
+                    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dgpbench`` console script; returns the exit status.
 
@@ -145,8 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = _ClosedStream("stdout")
     command = "dgpbench"
     try:
-        parser = build_parser()
         argv = list(sys.argv[1:] if argv is None else argv)
+        first = next((a for a in argv if not a.startswith("-")), None)
+        parser = build_parser(first)
         if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
             # `dgpbench run` hands every further argument to snakemake untouched.
             args = parser.parse_args(["run"])
@@ -157,12 +236,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=logging.DEBUG if args.verbose else logging.INFO,
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        if not args.verbose:
+            # torch logs at INFO through the root logger (e.g. "FakeTensor cache stats" at
+            # exit after Ctrl-C, 28.23): its messages are for torch's developers
+            logging.getLogger("torch").setLevel(logging.WARNING)
         if os.environ.get("SLURM_JOB_ID"):
             log.info("running in SLURM job %s", os.environ["SLURM_JOB_ID"])
         if getattr(args, "_run", None) is None:  # no command: usage and exit 2, as git does
             parser.print_help(sys.stderr)
             return 2
         command = f"dgpbench {args.command}"
+        refuse_output_over_input(args)
         status = int(args._run(args) or 0)
         _flush_stdout()
         return status

@@ -1,228 +1,512 @@
-"""The user's commands: ``dgpbench fit`` (save a detector) and ``dgpbench score`` (test one
-batch of images for covariate shift; exit status 1 means "shift" and nothing else).
+"""The user's commands: ``dgpbench fit`` (save a detector) and ``dgpbench score`` (test
+batches of images for covariate shift; exit status 1 means "shift" and nothing else).
+
+Both share one path for every test (``ks``, ``mmd``, ``chi2``, ``classif``): a feature
+transformer and a detector are fitted (or loaded from ``--detector``) into a
+:class:`dgpbench.saved.FittedDetector`, then every batch is featurised and tested the same
+way, and reported in one record layout (:func:`score_record`).
+
+The ``--refs`` rule is the Python API's (``fit(X, y=None)``): labelled references ``x, y``
+give the class means by label; references without ``y``, or none at all (the clean images
+then serve), group the images by the model's predicted class. Methods without class means
+(softmax, bbsds, bbsdh, the model-free reductions) and the classifier test ignore them.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-from typing import TYPE_CHECKING
-
-import pandas as pd
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dgpbench.cli.arguments import METHOD_HELP, MODEL_HELP
 from dgpbench.cli.arguments import forward_pass_args as _forward_pass_args
 from dgpbench.cli.arguments import positive_int as _positive_int
 from dgpbench.cli.arguments import significance as _significance
 from dgpbench.cli.registry import SUBCOMMANDS, CommandError
-from dgpbench.io import load_npz
 
 if TYPE_CHECKING:
     from dgpbench.saved import FittedDetector
 
 log = logging.getLogger(__name__)
 
+#: The two-sample tests of ``fit --test`` and ``score --test``.
+TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif")
+
+#: Layout tag of a ``score --json`` record (one JSON object per line, one line per batch).
+SCORE_SCHEMA = "dgpbench-score/1"
+
+#: What ``fit`` fixes in a detector file: ``score --detector`` refuses these options.
+_FIXED_BY_DETECTOR: tuple[str, ...] = (
+    "refs",
+    "clean",
+    "method",
+    "test",
+    "alpha",
+    "correction",
+    "permutations",
+    "seed",
+    "head",
+)
+
+#: The defaults of the options a detector file fixes (None on the parser, so that
+#: ``score --detector`` can tell an option given from one left out).
+_DEFAULTS: dict[str, Any] = {
+    "test": "ks",
+    "alpha": 0.05,
+    "correction": "bonferroni",
+    "permutations": 1000,
+    "seed": 0,
+}
+
+
+def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
+    """The options that choose and fit a detector (``fit``, and ``score`` without one)."""
+    note = " (fixed by --detector)" if fixed_by_detector else ""
+    p.add_argument(
+        "--refs",
+        default=None,
+        help=".npz with reference images x (and labels y): the class means of tu/dgp/"
+        "magdiff, by label, or by the model's predicted class without y; left out, the clean "
+        "images are the references. Unused by softmax, bbsds, bbsdh and classif" + note,
+    )
+    p.add_argument(
+        "--method",
+        default=None,
+        help=METHOD_HELP + " (default: dgp; bbsdh for --test chi2; not used by classif)" + note,
+    )
+    p.add_argument(
+        "--test",
+        default=None,
+        choices=TESTS,
+        help="two-sample test: ks per feature (default), mmd, chi2 (on --method bbsdh), "
+        "classif (a domain classifier on the images)" + note,
+    )
+    p.add_argument(
+        "--alpha",
+        type=_significance,
+        default=None,
+        help="significance level (default: 0.05)" + note,
+    )
+    p.add_argument(
+        "--correction",
+        default=None,
+        choices=["bonferroni", "fdr", "none"],
+        help="ks: multiple-testing correction over the features (default: bonferroni)" + note,
+    )
+    p.add_argument(
+        "--permutations",
+        type=_positive_int,
+        default=None,
+        help="mmd: permutations (default: 1000)" + note,
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="seed of the mmd/classif test (default: 0)" + note
+    )
+    p.add_argument(
+        "--head",
+        nargs="+",
+        default=None,
+        metavar="MODULE",
+        help="tu/dgp/magdiff: the head's nn.Linear modules by name, e.g. --head fc1 fc2 "
+        "(default: the trailing chain of linear maps, verified on the references)" + note,
+    )
+
+
+def _setting(args: argparse.Namespace, name: str) -> Any:
+    value = getattr(args, name, None)
+    return _DEFAULTS.get(name) if value is None else value
+
 
 # --------------------------------------------------------------------------------------------
-# score: one real batch from the command line
+# score: batches from the command line
 # --------------------------------------------------------------------------------------------
 def _score_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--detector",
         default=None,
-        help="a detector saved by `dgpbench fit`: replaces --refs and --clean, and its "
-        "method, alpha and correction are the fitted ones (--model only if the model moved)",
+        help="a detector saved by `dgpbench fit`: it fixes the references, method, test and "
+        "their settings (pass --model only if the model moved)",
     )
     p.add_argument("--model", default=None, help=MODEL_HELP)
-    p.add_argument("--refs", default=None, help=".npz with labelled images x, y: class means")
-    p.add_argument("--clean", default=None, help=".npz with images x: clean reference batch")
-    p.add_argument("--batch", required=True, help=".npz with images x: the batch under test")
-    p.add_argument("--method", default="dgp", help=METHOD_HELP + " (default: dgp)")
-    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
     p.add_argument(
-        "--correction",
-        default="bonferroni",
-        choices=["bonferroni", "fdr", "none"],
-        help="multiple-testing correction over the features",
+        "--clean",
+        default=None,
+        help=".npz with images x: clean reference batch (fixed by --detector)",
     )
     p.add_argument(
-        "--test",
-        default="ks",
-        choices=["ks", "mmd", "chi2", "classif"],
-        help="two-sample test: ks per feature, mmd, chi2 (on --method bbsdh), "
-        "classif (a domain classifier on the images; --method is not used)",
+        "--batch",
+        required=True,
+        nargs="+",
+        metavar="NPZ",
+        help=".npz files with images x, or folders of them (every *.npz, sorted): the "
+        "batches under test, each tested on its own (one result, one JSON line each)",
     )
-    p.add_argument("--permutations", type=_positive_int, default=1000, help="MMD permutations")
-    p.add_argument("--seed", type=int, default=0, help="seed of the mmd/classif test")
-    _forward_pass_args(p, device=False)
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _test_args(p, fixed_by_detector=True)
+    p.add_argument(
+        "--across",
+        default="none",
+        choices=["none", "bonferroni", "fdr"],
+        help="correction across the batches: none (each batch at --alpha: false alarms add "
+        "up, about alpha x batches), bonferroni (family-wise over the batches) or fdr "
+        "(Benjamini-Hochberg over the batches' p-values)",
+    )
+    _forward_pass_args(p)
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON record per batch (JSON Lines)"
+    )
     p.epilog = (
-        "Exit status: 0 = no shift, 1 = shift detected (and nothing else), 2 = any error "
-        "(one line on stderr), 130 = interrupted."
+        "Exit status: 0 = no shift in any batch, 1 = shift detected in at least one batch (and "
+        "nothing else), 2 = any error (one line on stderr), 130 = interrupted."
     )
+
+
+def _batch_files(patterns: list[str]) -> list[Path]:
+    """The batch files: each file as given, each folder's ``*.npz`` in sorted order."""
+    files: list[Path] = []
+    for item in patterns:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.npz") if p.is_file())
+            if not found:
+                raise CommandError(f"--batch {item} is a directory with no .npz file in it")
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def _refuse_fixed_options(args: argparse.Namespace) -> None:
+    """``score --detector`` with an option the file fixes: a usage error naming it (28.9)."""
+    given = [f"--{k}" for k in _FIXED_BY_DETECTOR if getattr(args, k, None) is not None]
+    if given:
+        raise CommandError(
+            f"{', '.join(given)} cannot be used with --detector: the detector file fixes "
+            "the references, method, test and their settings (fit another detector with "
+            "`dgpbench fit` to change them)"
+        )
 
 
 def _score(args: argparse.Namespace) -> int:
-    import json
 
     from dgpbench.data.datasets import load_npz_images
-    from dgpbench.features.output import feature_names, transform_method
     from dgpbench.models.train import torch_threads
-    from dgpbench.saved import load_detector
 
+    batches = _batch_files(args.batch)
     if args.detector is not None:
-        x_batch = load_npz_images(args.batch)
+        _refuse_fixed_options(args)
+        from dgpbench.saved import load_detector
+
         with torch_threads(args.threads):
-            fitted = load_detector(args.detector, model=args.model)
-            feats = fitted.features
-            result = fitted.test(x_batch)
-        args.method = fitted.info.get("method", "?")
-        args.alpha, args.correction = result.alpha, str(result.correction or "none")
-        n_refs = fitted.info.get("n_refs")
-    elif args.test != "ks":
-        _require_fit_args(args)
-        x_refs, y_refs = load_npz_images(args.refs, labels=True)
-        x_clean = load_npz_images(args.clean)
-        x_batch = load_npz_images(args.batch)
-        return _score_other_test(args, x_refs, y_refs, x_clean, x_batch)
+            try:
+                fitted = load_detector(args.detector, model=args.model)
+            except ValueError as exc:
+                # the Python API's wording (model=) said on the command line's (--model)
+                text = str(exc)
+                if text.rstrip().endswith("pass model="):
+                    text = (
+                        text.rstrip()[: -len("model=")]
+                        + "--model MODEL (the network it was fitted with)"
+                    )
+                    raise CommandError(text) from exc
+                raise
+        _set_device(fitted, args.device)
     else:
-        x_batch = load_npz_images(args.batch)  # read before the long fit: fail early
+        load_npz_images(batches[0])  # read one batch before the long fit: fail early
         fitted = _fit_detector(args)
-        feats = fitted.features
-        with torch_threads(args.threads):
-            result = fitted.detector.test(
-                transform_method(feats, x_batch, args.method, f"the batch {args.batch}")
+    provenance = _provenance(args, fitted)
+    records = []
+    with torch_threads(args.threads):
+        for path in batches:
+            result = _test_batch(fitted, load_npz_images(path), path)
+            record = score_record(result, fitted, batch=str(path), provenance=provenance)
+            if args.across == "none":
+                _print_record(record, result, fitted, args.json)
+            records.append((record, result))
+    if args.across != "none":
+        _correct_across(records, args.across)
+        for record, result in records:
+            _print_record(record, result, fitted, args.json)
+    return 1 if any(record["shift"] for record, _ in records) else 0
+
+
+def _set_device(fitted: FittedDetector, device: str) -> None:
+    """Run a loaded detector's network (and MMD/classifier test) on ``--device``."""
+    if device == "cpu":
+        return
+    for estimator in (fitted.features, fitted.detector):
+        if hasattr(estimator, "to_device"):
+            estimator.to_device(device)
+        elif "device" in getattr(estimator, "get_params", dict)():
+            estimator.set_params(device=device)
+
+
+def _test_batch(fitted: FittedDetector, x: Any, path: Path) -> Any:
+    """Featurise and test one batch (the features checked as a custom method's are)."""
+    from dgpbench.features.output import transform_method
+
+    method = fitted.info.get("method", "?")
+    if fitted.info.get("test") == "classif":  # the images themselves
+        return fitted.detector.test(fitted.features.transform(x))
+    return fitted.detector.test(transform_method(fitted.features, x, method, f"the batch {path}"))
+
+
+def score_record(
+    result: Any, fitted: FittedDetector, *, batch: str, provenance: dict[str, Any]
+) -> dict[str, Any]:
+    """The one record layout of ``score --json``, whatever the test.
+
+    Parameters
+    ----------
+    result : KSTestResult or ShiftTestResult
+        The detector's result for one batch.
+    fitted : FittedDetector
+        The transformer and detector that gave it.
+    batch : str
+        The batch file.
+    provenance : dict
+        dgpbench version, model and detector with their SHA-256, time (see ``_provenance``).
+
+    Returns
+    -------
+    dict
+        ``schema``, ``batch``, ``shift``, ``test``, ``method``, ``statistic`` (the batch
+        statistic; for ks the largest per-feature KS distance), ``p_value`` (for ks the
+        smallest corrected p-value), ``threshold`` (cut-off on the raw p-values), ``alpha``,
+        ``correction`` (ks; else None), ``across`` (None unless ``--across``), ``n_refs``,
+        ``n_clean``, ``n_batch``, ``features`` (ks: one entry per feature; else None) and
+        ``provenance``.
+    """
+    import numpy as np
+
+    from dgpbench.features.output import feature_names
+
+    info = fitted.info
+    per_feature = hasattr(result, "p_val_adjusted")
+    features = None
+    if per_feature:
+        names = feature_names(fitted.features, result.n_features, info.get("method", "?"))
+        features = [
+            {
+                "feature": str(name),
+                "statistic": float(stat),
+                "p_value": float(p),
+                "p_value_adjusted": float(q),
+                "rejected": bool(p < result.threshold),
+            }
+            for name, stat, p, q in zip(
+                names, result.distance, result.p_val, result.p_val_adjusted, strict=True
             )
-        n_refs = fitted.info["n_refs"]
-    names = feature_names(feats, result.n_features, args.method)
-    table = pd.DataFrame(
-        {
-            "feature": [str(n) for n in names],
-            "statistic": result.distance,
-            "p_value": result.p_val,
-            "p_value_adjusted": result.p_val_adjusted,
-            "rejected": result.p_val < result.threshold,
-        }
-    )
-    summary = {
+        ]
+    statistic = float(np.max(result.statistic)) if per_feature else float(result.statistic)
+    return {
+        "schema": SCORE_SCHEMA,
+        "batch": batch,
         "shift": bool(result.is_drift),
-        "min_p_value_adjusted": result.min_p_val_adjusted,
+        "test": info.get("test", "ks"),
+        "method": info.get("method"),
+        "statistic": statistic,
+        "p_value": float(result.p_value),
         "threshold": float(result.threshold),
-        "alpha": args.alpha,
-        "correction": args.correction,
-        "method": args.method,
-        "n_refs": n_refs,
-        "n_clean": result.n_ref,
-        "n_batch": result.n,
+        "alpha": float(result.alpha),
+        "correction": (result.correction or "none") if per_feature else None,
+        "across": None,
+        "n_refs": info.get("n_refs"),
+        "n_clean": int(result.n_ref),
+        "n_batch": int(result.n),
+        "features": features,
+        "provenance": provenance,
     }
-    if args.json:
-        print(json.dumps({**summary, "features": table.to_dict(orient="records")}, indent=2))
+
+
+def _correct_across(records: list[tuple[dict, Any]], correction: str) -> None:
+    """Decide every batch again at a family-wise (Bonferroni) or false-discovery (BH) level
+    over the batches' p-values, each compared at its own test's alpha."""
+    import numpy as np
+    from scipy.stats import false_discovery_control
+
+    p = np.array([r["p_value"] for r, _ in records], dtype=np.float64)
+    alpha = records[0][0]["alpha"]
+    if correction == "bonferroni":
+        adjusted = np.minimum(p * len(p), 1.0)
     else:
-        verdict = "SHIFT" if result.is_drift else "no shift"
-        print(
-            f"{verdict}: smallest adjusted p-value {result.min_p_val_adjusted:.4g} "
-            f"(alpha {args.alpha:g}, correction {args.correction}, {result.n_features} features)"
-        )
-        print(
-            f"method {args.method}; {n_refs} reference, {result.n_ref} clean and "
-            f"{result.n} test images\n"
-        )
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    return 1 if result.is_drift else 0
+        adjusted = false_discovery_control(p, method="bh")
+    for (record, _), q in zip(records, adjusted, strict=True):
+        record["across"] = {
+            "correction": correction,
+            "n_batches": len(p),
+            "p_value_adjusted": float(q),
+            "shift_alone": record["shift"],
+        }
+        record["shift"] = bool(q < alpha)
 
 
-def _score_other_test(args, x_refs, y_refs, x_clean, x_batch) -> int:
-    """``score --test mmd|chi2|classif``: one batch-level statistic and p-value."""
+def _print_record(record: dict, result: Any, fitted: FittedDetector, as_json: bool) -> None:
     import json
 
-    from dgpbench.detectors import make_detector
-    from dgpbench.features.registry import make_features
-    from dgpbench.models.train import torch_threads
+    if as_json:
+        print(json.dumps(record), flush=True)
+        return
+    verdict = "SHIFT" if record["shift"] else "no shift"
+    across = record["across"]
+    extra = (
+        f"; {across['correction']} over {across['n_batches']} batches: adjusted p-value "
+        f"{across['p_value_adjusted']:.4g}"
+        if across
+        else ""
+    )
+    if record["features"] is not None:
+        import pandas as pd
 
-    params: dict = {"alpha": args.alpha}
-    if args.test in ("mmd", "classif"):
-        params["random_state"] = args.seed
-    if args.test == "mmd":
-        params["n_permutations"] = args.permutations
-    detector = make_detector(args.test, **params)
-    with torch_threads(args.threads):
-        if args.test == "classif":  # the domain classifier learns from the images themselves
-            method = "images"
-            result = detector.fit(x_clean).test(x_batch)
-        else:
-            method = args.method
-            feats = make_features(
-                args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
-            )
-            feats.fit(x_refs, y_refs)
-            result = detector.fit(feats.transform(x_clean)).test(feats.transform(x_batch))
-    summary = {
-        "shift": bool(result.is_drift),
-        "test": args.test,
-        "statistic": float(result.statistic),
-        "p_value": result.p_value,
-        "threshold": float(result.threshold),
-        "alpha": args.alpha,
-        "method": method,
-        "n_refs": len(x_refs),
-        "n_clean": result.n_ref,
-        "n_batch": result.n,
-    }
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        verdict = "SHIFT" if result.is_drift else "no shift"
         print(
-            f"{verdict}: {args.test} p-value {result.p_value:.4g}, statistic "
-            f"{float(result.statistic):.4g} (alpha {args.alpha:g}); representation {method}; "
-            f"{result.n_ref} clean and {result.n} test images"
+            f"{verdict}: smallest adjusted p-value {record['p_value']:.4g} (alpha "
+            f"{record['alpha']:g}, correction {record['correction']}, "
+            f"{len(record['features'])} features){extra}"
         )
-    return 1 if result.is_drift else 0
+        print(
+            f"method {record['method']}; {record['n_refs']} reference, {record['n_clean']} "
+            f"clean and {record['n_batch']} test images; batch {record['batch']}\n"
+        )
+        table = pd.DataFrame(record["features"])
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print()
+    else:
+        print(
+            f"{verdict}: {record['test']} p-value {record['p_value']:.4g}, statistic "
+            f"{record['statistic']:.4g} (alpha {record['alpha']:g}){extra}; representation "
+            f"{record['method']}; {record['n_clean']} clean and {record['n_batch']} test "
+            f"images; batch {record['batch']}"
+        )
+    sys.stdout.flush()
 
 
-def _require_fit_args(args: argparse.Namespace) -> None:
-    """Refuse a fit without --model/--clean (and --refs, which softmax + KS may leave out)."""
-    missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k) is None]
-    optional = args.method == "softmax" and getattr(args, "test", "ks") == "ks"
-    if args.refs is None and not optional:
-        missing.append("--refs")
-    if missing:
-        hint = "" if args.command == "fit" else "; or pass --detector from `dgpbench fit`"
-        raise CommandError(
-            f"missing {', '.join(missing)} (--refs may be left out for --method softmax only{hint})"
-        )
+def _sha256(path: Any) -> str | None:
+    """SHA-256 of a file's bytes, None if ``path`` is not a file (a factory, a module)."""
+    import hashlib
+
+    try:
+        file = Path(path)
+        if not file.is_file():
+            return None
+    except (TypeError, ValueError, OSError):
+        return None
+    digest = hashlib.sha256()
+    with open(file, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _provenance(args: argparse.Namespace, fitted: FittedDetector) -> dict[str, Any]:
+    """What produced a record: dgpbench version, model and detector files with their SHA-256
+    (of the file's bytes; None for a factory), and the time (UTC, ISO 8601)."""
+    import datetime
+
+    from dgpbench import __version__
+
+    model = args.model
+    if model is None:
+        model = getattr(fitted.features, "model", None)
+        model = model if isinstance(model, str) else None
+    return {
+        "dgpbench_version": str(__version__),
+        "model": None if model is None else str(model),
+        "model_sha256": _sha256(model),
+        "detector": args.detector,
+        "detector_sha256": _sha256(args.detector) if args.detector else None,
+        "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _load_refs(args: argparse.Namespace, x_clean: Any) -> tuple[Any, Any]:
+    """The reference images and labels by the one ``--refs`` rule (module docstring)."""
+    from dgpbench.data.datasets import load_npz_images
+    from dgpbench.io import load_npz
+
+    if args.refs is None:
+        return x_clean, None
+    if "y" in load_npz(args.refs):
+        return load_npz_images(args.refs, labels=True)
+    return load_npz_images(args.refs), None
 
 
 def _fit_detector(args: argparse.Namespace) -> FittedDetector:
-    """Fit features + KS detector from --model, --refs, --clean (shared by `fit` and `score`)."""
+    """Fit features + detector from --model, --refs, --clean (shared by `fit` and `score`)."""
     from dgpbench.data.datasets import load_npz_images
-    from dgpbench.detectors.ks import KSShiftDetector
+    from dgpbench.detectors import make_detector
     from dgpbench.features.output import fit_method, transform_method
-    from dgpbench.features.registry import make_features
     from dgpbench.models.train import torch_threads
     from dgpbench.saved import FittedDetector
 
-    _require_fit_args(args)
+    test = _setting(args, "test")
+    if test == "classif" and args.method is not None:
+        raise CommandError("--method is not used by --test classif (it tests the images)")
+    method = (
+        "images" if test == "classif" else args.method or ("bbsdh" if test == "chi2" else "dgp")
+    )
+    # an option the chosen test does not use would be silently ignored: refuse it
+    for option, tests in (("correction", ("ks",)), ("permutations", ("mmd",)),
+                          ("seed", ("mmd", "classif"))):  # fmt: skip
+        if getattr(args, option, None) is not None and test not in tests:
+            raise CommandError(f"--{option} is for --test {' or '.join(tests)}, not {test}")
+    missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k, None) is None]
+    if missing:
+        hint = "" if args.command == "fit" else "; or pass --detector from `dgpbench fit`"
+        raise CommandError(f"missing {', '.join(missing)}{hint}")
     # Every file is read (and checked) before the model runs, so a bad one fails at once.
     x_clean = load_npz_images(args.clean)
-    if args.refs is None:  # softmax: the class means are unused, no labels needed
-        x_refs, y_refs = x_clean, None
-    elif args.method == "softmax" and "y" not in load_npz(args.refs):
-        x_refs, y_refs = load_npz_images(args.refs), None
-    else:
-        x_refs, y_refs = load_npz_images(args.refs, labels=True)
-    correction = None if args.correction == "none" else args.correction
-    detector = KSShiftDetector(alpha=args.alpha, correction=correction)
+    x_refs, y_refs = _load_refs(args, x_clean)
+    alpha = _setting(args, "alpha")
+    params: dict[str, Any] = {"alpha": alpha}
+    if test == "ks":
+        correction = _setting(args, "correction")
+        params["correction"] = None if correction == "none" else correction
+    if test in ("mmd", "classif"):
+        params["random_state"] = _setting(args, "seed")
+    if test == "mmd":
+        params["n_permutations"] = _setting(args, "permutations")
+    if test in ("mmd", "classif"):
+        params["device"] = args.device
+    detector = make_detector(test, **params)
+    feats = _make_features(args, method)
     with torch_threads(args.threads):
-        feats = make_features(
-            args.method, args.model, batch_size=args.batch_size, n_jobs=args.threads
-        )
-        fit_method(feats, x_refs, y_refs, args.method)
-        detector.fit(
-            transform_method(feats, x_clean, args.method, f"the clean images {args.clean}")
-        )
-    info = {"method": args.method, "n_refs": len(x_refs), "labelled_refs": y_refs is not None}
+        fit_method(feats, x_refs, y_refs, method)
+        if test == "classif":
+            clean = feats.transform(x_clean)
+        else:
+            clean = transform_method(feats, x_clean, method, f"the clean images {args.clean}")
+        detector.fit(clean)
+    info = {
+        "method": method,
+        "test": test,
+        "n_refs": len(x_refs),
+        "labelled_refs": y_refs is not None,
+    }
     return FittedDetector(feats, detector, info)
+
+
+def _make_features(args: argparse.Namespace, method: str) -> Any:
+    """The feature transformer of ``method`` with the command's forward-pass options."""
+    import inspect
+
+    if method == "images":
+        from dgpbench.features.reductions import ImageFeatures
+
+        return ImageFeatures(args.model)
+    from dgpbench.features.registry import make_features
+
+    params: dict[str, Any] = {
+        "batch_size": args.batch_size,
+        "n_jobs": args.threads,
+        "device": args.device,
+    }
+    feats = make_features(method, args.model, **params)
+    if args.head is not None:
+        if "head" not in inspect.signature(type(feats)).parameters:
+            raise CommandError(f"--head is for tu, dgp and magdiff; method {method} takes no head")
+        feats.set_params(head=list(args.head))
+    return feats
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,21 +514,9 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
 # --------------------------------------------------------------------------------------------
 def _fit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help=MODEL_HELP)
-    p.add_argument(
-        "--refs",
-        default=None,
-        help=".npz with labelled images x, y: class means (optional for --method softmax)",
-    )
     p.add_argument("--clean", required=True, help=".npz with images x: clean reference batch")
-    p.add_argument("--method", default="dgp", help=METHOD_HELP)
-    p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
-    p.add_argument(
-        "--correction",
-        default="bonferroni",
-        choices=["bonferroni", "fdr", "none"],
-        help="multiple-testing correction over the features",
-    )
-    _forward_pass_args(p, device=False)
+    _test_args(p, fixed_by_detector=False)
+    _forward_pass_args(p)
     p.add_argument("--out", required=True, help="the detector file to write (.npz)")
 
 
@@ -254,14 +526,18 @@ def _fit(args: argparse.Namespace) -> None:
     fitted = _fit_detector(args)
     save_detector(args.out, fitted, model=args.model)
     log.info(
-        "%s detector (%d reference images) -> %s", args.method, fitted.info["n_refs"], args.out
+        "%s + %s detector (%d reference images) -> %s",
+        fitted.info["method"],
+        fitted.info["test"],
+        fitted.info["n_refs"],
+        args.out,
     )
 
 
 SUBCOMMANDS.update(
     {
         "score": (
-            "Test one batch of images for covariate shift (exit 0 = no shift, 1 = shift).",
+            "Test batches of images for covariate shift (exit 0 = no shift, 1 = shift).",
             _score_args,
             _score,
         ),

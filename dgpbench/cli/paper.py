@@ -232,6 +232,19 @@ def _features_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_scale(x: np.ndarray, where: str) -> None:
+    """The scale rule of ``score`` and ``fit`` (:func:`dgpbench.data.datasets.load_npz_images`):
+    uint8 pixels are 0-255, any other images must lie in [0, 1] (issue 28.17)."""
+    if x.dtype == np.uint8 or x.size == 0 or not np.issubdtype(x.dtype, np.number):
+        return
+    lo, hi = float(np.min(x)), float(np.max(x))
+    if lo < 0.0 or hi > 1.0:
+        raise ValueError(
+            f"{where} has values in [{lo}, {hi}]; non-uint8 images must lie in [0, 1] "
+            "(store 0-255 pixels as uint8, or divide by 255)"
+        )
+
+
 def _features(args: argparse.Namespace) -> None:
     import time
 
@@ -257,6 +270,9 @@ def _features(args: argparse.Namespace) -> None:
                     f"(corruption {code}, {name}); give each corruption and intensity once"
                 )
             sets[key], source[key] = x, path
+    _check_scale(clean["x_ref"], f"{args.clean}:x_ref")
+    for key, x in sets.items():
+        _check_scale(x, f"{source[key]}:{key}")
     with torch_threads(args.threads):
         est = make_features(
             args.method,

@@ -11,6 +11,7 @@ The decision rule lives in :func:`_decide`, a pure vectorised function shared wi
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any
@@ -25,7 +26,7 @@ from dgpbench.detectors.base import drift_meta, package_version
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CORRECTIONS", "KSShiftDetector", "KSTestResult"]
+__all__ = ["CORRECTIONS", "KSShiftDetector", "KSTestResult", "constant_in_both"]
 
 #: Multiple-test corrections understood by :class:`KSShiftDetector` (``None`` = uncorrected).
 CORRECTIONS: tuple[str | None, ...] = ("bonferroni", "fdr", None)
@@ -191,14 +192,48 @@ def _decide(
     return np.asarray(is_drift, dtype=bool), np.asarray(threshold, dtype=np.float64), p_adj
 
 
+def constant_in_both(X_ref: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Features (columns) that take one and the same value in every row of both samples.
+
+    Their KS statistic is 0 and their p-value 1 (``scipy.stats.ks_2samp``'s answer, which
+    the detector and the grid's batched KS both keep): such a feature (a border pixel that
+    is 0 in every image, a dead unit) carries no evidence either way.
+
+    Parameters
+    ----------
+    X_ref, X : ndarray of shape (n_ref, d) and (n, d)
+        The two samples.
+
+    Returns
+    -------
+    ndarray of bool, shape (d,)
+    """
+    first = X_ref[:1]
+    return (X_ref == first).all(axis=0) & (X == first).all(axis=0)
+
+
 def _check_no_constant_features(X: np.ndarray, name: str) -> None:
-    """Raise if a column of the reference ``X`` (shape (n, d)) has all values equal."""
+    """Raise if a column of the reference ``X`` (shape (n, d)) has all values equal (the
+    paper's bootstrap protocol keeps this check: there a constant feature is a bug)."""
     constant = np.flatnonzero((X == X[:1]).all(axis=0))
     if constant.size:
         raise ValueError(
             f"{name} has constant features at indices {constant.tolist()}: a constant "
             "reference gives the KS test no distribution to compare against; drop these "
             "features or use a more varied reference."
+        )
+
+
+def _warn_constant(constant: np.ndarray) -> None:
+    """One warning naming how many features are constant in both samples (p = 1)."""
+    k = int(constant.sum())
+    if k:
+        warnings.warn(
+            f"{k} of {constant.size} features are constant in both samples, with the same "
+            "value: their KS p-value is 1 (no evidence either way; they still count in the "
+            "Bonferroni/FDR correction)",
+            UserWarning,
+            stacklevel=3,
         )
 
 
@@ -240,13 +275,14 @@ class KSShiftDetector(BaseEstimator):
     Notes
     -----
     Input checks (all ``ValueError``): NaN or inf; fewer than 2 samples in the reference or the
-    test batch; a test batch whose number of features differs from the reference; and features
-    that are constant in the reference. A constant reference column is a point mass: it has no
-    spread to compare against, and in this project it signals a bug upstream (a dead unit, a
-    padding column, a saturated float32 softmax) rather than data. That covers the case of a
-    feature constant in both batches with the same value, which would otherwise yield the
-    uninformative ``p = 1`` and silently inflate ``d`` in the Bonferroni threshold. A test
-    batch may be constant in a feature: that is evidence of shift, not an input error.
+    test batch; a test batch whose number of features differs from the reference. Constant
+    features are allowed, with one rule for the detector and the grid's batched KS
+    (:func:`dgpbench.failing_loudly.toolbox.ks_batch`): a feature constant in both samples
+    with the same value gets ``p = 1``, as ``scipy.stats.ks_2samp`` gives it, and ``test``
+    warns how many there are (they still count in ``d``, the Bonferroni divisor). A
+    constant reference with a test batch that varies, or constant at another value, is
+    evidence of shift, tested as any feature. So NoRed + KS runs on MNIST (its border
+    pixels are 0 in every image) and an autoencoder code unit that never fires is no error.
 
     ``predict`` and ``test`` have no side effects (unlike alibi-detect's ``update_x_ref``).
 
@@ -285,7 +321,8 @@ class KSShiftDetector(BaseEstimator):
         Parameters
         ----------
         X_ref : array-like of shape (n_ref, n_features)
-            Clean (in-distribution) features; at least 2 samples, finite, no constant column.
+            Clean (in-distribution) features; at least 2 samples, finite. A constant column
+            is allowed (see Notes).
         y : None
             Ignored; present for scikit-learn API consistency.
 
@@ -297,7 +334,7 @@ class KSShiftDetector(BaseEstimator):
         Raises
         ------
         ValueError
-            On NaN/inf, fewer than 2 samples, or constant features (naming their indices).
+            On NaN/inf or fewer than 2 samples.
         """
         X = validate_data(
             self,
@@ -307,7 +344,6 @@ class KSShiftDetector(BaseEstimator):
             ensure_min_samples=2,
             copy=True,  # never alias the caller's array: it may be mutated afterwards
         )
-        _check_no_constant_features(X, "X_ref")
         self.X_ref_ = X
         return self
 
@@ -337,6 +373,7 @@ class KSShiftDetector(BaseEstimator):
         )
         # One vectorised call over all features, not a Python loop (alibi-detect's habit).
         res = ks_2samp(self.X_ref_, X, axis=0)
+        _warn_constant(constant_in_both(self.X_ref_, X))
         distance = np.atleast_1d(np.asarray(res.statistic, dtype=np.float64))
         p_val = np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64))
         is_drift, threshold, p_adj = _decide(p_val, self.alpha, self.correction)

@@ -41,13 +41,11 @@ from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import DEVICE_OPTIONS
-from dgpbench.models.cnn import split_network
 
 __all__: list[str] = []  # the shared base of the members; see dgpbench.features
 
@@ -66,6 +64,9 @@ WORKFLOW_CONSTRAINTS: dict = {
     "progress": ["boolean"],
     "device": [StrOptions(set(DEVICE_OPTIONS))],
 }
+
+#: The ``head`` parameter of the transformers that read a trailing MLP (TU, DGP, MAGDiff).
+HEAD_CONSTRAINT: list = [list, tuple, None]
 
 
 def _flatten_images(X: Any, input_shape: tuple[int, ...] | None = None) -> Any:
@@ -116,19 +117,24 @@ def _image_shape(shape: tuple[int, ...] | None) -> tuple[int, ...] | None:
 
 
 def _expects_channels(module: Any) -> bool:
-    """Whether a body starts with a layer that needs ``(N, C, H, W)`` (a 2-D convolution,
-    pooling or norm), so that ``(N, H, W)`` images get their channel axis."""
+    """Whether a body holds a layer that needs ``(N, C, H, W)`` (a 2-D convolution, pooling
+    or norm) anywhere, so that ``(N, H, W)`` images get their channel axis. Anywhere, not
+    only first: a ``Sequential(Normalize(), Conv2d(...))`` or a network with its own
+    ``forward`` starts with something else."""
     from torch import nn
 
     spatial = (
-        nn.modules.conv._ConvNd,
-        nn.modules.pooling._MaxPoolNd,
-        nn.modules.pooling._AvgPoolNd,
+        nn.Conv2d,
+        nn.ConvTranspose2d,
+        nn.MaxPool2d,
+        nn.AvgPool2d,
+        nn.AdaptiveAvgPool2d,
+        nn.AdaptiveMaxPool2d,
+        nn.LPPool2d,
         nn.BatchNorm2d,
+        nn.InstanceNorm2d,
     )
-    while isinstance(module, nn.Sequential) and len(module) > 0:
-        module = module[0]
-    return isinstance(module, spatial)
+    return any(isinstance(m, spatial) for m in module.modules())
 
 
 def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
@@ -138,6 +144,27 @@ def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
     from dgpbench.models.specs import load_model
 
     return load_model(model)
+
+
+def _logits_kind(network: Any, X: np.ndarray) -> tuple[str, int]:
+    """What ``network`` returns on ``X`` (logits, ``log_softmax`` or ``softmax``) and how
+    many classes."""
+    import torch
+
+    from dgpbench.models.cnn import output_kind
+
+    device = next((p.device for p in network.parameters()), torch.device("cpu"))
+    try:
+        with torch.no_grad():
+            out = network(torch.as_tensor(np.asarray(X, dtype=np.float32)).to(device))
+    except RuntimeError as exc:
+        raise ValueError(
+            f"the model cannot take input of shape {tuple(X.shape)} (pass images as the "
+            f"model expects them, e.g. (N, C, H, W)): {exc}"
+        ) from exc
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"the model returns a {type(out).__name__}, not a tensor of logits")
+    return output_kind(out), int(out.shape[1])
 
 
 class _MLPFeatures(TransformerMixin, BaseEstimator):
@@ -188,6 +215,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
     def _validate_input(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
         """Flatten images, validate ``X`` (and ``y`` unless ``"no_validation"``, scikit-learn's
         convention), run the model's body if it has one, and check the MLP's input size."""
+        if not reset:
+            self._check_split()
         shape = getattr(X, "shape", None)
         X = _flatten_images(X, getattr(self, "input_shape_", None))
         sample = _image_shape(shape)
@@ -216,6 +245,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
                 if sample is not None and len(sample) == 2 and _expects_channels(self.body_.module):
                     sample = (1, *sample)  # (N, H, W) for a body that wants (N, C, H, W)
                 self.body_input_shape_ = self.input_shape_ or sample or (X.shape[1],)
+                if self.graph_ is None:  # any nn.Module: run it once to find its head
+                    self._find_split(X.reshape(len(X), *self.body_input_shape_))
             X = self.body_(X.reshape(len(X), *self.body_input_shape_), batch_size=self.batch_size)
         n_in = self.graph_.n_inputs
         if X.shape[1] != n_in:
@@ -225,6 +256,117 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
                 f"{n_in} inputs"
             )
         return (X, out[1]) if with_y else X
+
+    #: Whether the method reads the network's trailing MLP (TU, DGP, MAGDiff) or only its
+    #: logits (Softmax, BBSD: any network, its output used whole).
+    _needs_head: ClassVar[bool] = True
+
+    #: Reference images used to find and verify the head of a network with its own forward.
+    _probe_size: ClassVar[int] = 256
+
+    def _attach_network(self, network: Any, *, fitted: bool = True) -> None:
+        """Set ``body_`` and ``graph_`` from the network.
+
+        In ``fit`` (``fitted=False``) a plain ``nn.Sequential``, a ``(body, head)`` pair or an
+        MLPGraph is split by its layers; any other network (or a named ``head``) leaves
+        ``graph_`` None until :meth:`_find_split` runs it on the reference images. A fitted
+        transformer (a restored detector: ``fitted=True``) rebuilds the split it recorded
+        (``head_``, ``head_activations_``, ``output_``) without a forward pass.
+        """
+        from dgpbench.models.cnn import NetworkBody, split_network
+
+        if fitted and getattr(self, "output_", None) is not None:
+            if isinstance(network, NetworkBody):
+                network = network.module
+            split = {
+                "head": self.head_,
+                "activations": self.head_activations_,
+                "output": self.output_,
+                "n_outputs": self.n_outputs_,
+            }
+            self.body_, self.graph_ = split_network(network, device=self.device, split=split)
+            return
+        self.head_ = self.head_activations_ = self.output_ = None
+        head = getattr(self, "head", None)
+        from torch import nn
+
+        if head is not None or (not self._needs_head and isinstance(network, nn.Module)):
+            # a named head, or only the logits wanted: the network is run whole, so a
+            # trailing softmax or a forward of its own needs no layer-by-layer reading
+            from dgpbench.models.cnn import _is_plain_sequential
+
+            if head is not None or not _is_plain_sequential(network):
+                self.body_, self.graph_ = NetworkBody(network, self.device), None
+                return
+        try:
+            self.body_, self.graph_ = split_network(network, device=self.device)
+        except ValueError:
+            if self._needs_head:
+                raise
+            self.body_, self.graph_ = NetworkBody(network, self.device), None
+
+    def to_device(self, device: str) -> _MLPFeatures:
+        """Move a fitted transformer's network to ``device`` (e.g. a loaded detector's).
+
+        Parameters
+        ----------
+        device : {"cpu", "cuda", "auto"}
+            Where the network's forward pass runs from now on.
+
+        Returns
+        -------
+        self : object
+        """
+        from dgpbench.models.cnn import NetworkBody
+        from dgpbench.topology.graphs import MLPGraph
+
+        check_is_fitted(self, "graph_")
+        self._check_split()
+        self.device = device
+        if self.body_ is not None:
+            self.body_ = NetworkBody(self.body_.module, device)
+        self.graph_ = MLPGraph.from_module(self.graph_, device=device)
+        return self
+
+    def _check_split(self) -> None:
+        """Rebuild a recorded split that a detector file's loader left out (``graph_`` None:
+        the network whole in ``body_``), and refuse one it replaced by another."""
+        if getattr(self, "output_", None) is None:
+            return  # split by its layers: the loader splits it the same way
+        from dgpbench.models.cnn import HeadInput, NetworkLogits
+
+        module = getattr(self.body_, "module", None)
+        if isinstance(module, (HeadInput, NetworkLogits)) and self.graph_ is not None:
+            return
+        if self.graph_ is None and module is not None:
+            self._attach_network(module, fitted=True)
+            return
+        # A loader split the network by its layers, not by the recorded head (a named head
+        # of a plain nn.Sequential): read the network again and apply the recorded split.
+        network, _ = _load_model(self.model)
+        self._attach_network(network, fitted=True)
+
+    def _find_split(self, X: np.ndarray) -> None:
+        """Split a network that cannot be read layer by layer, on the reference images."""
+        from dgpbench.models.cnn import find_head, split_network
+
+        probe = X[: self._probe_size]
+        network = self.body_.module
+        if self._needs_head:
+            self.body_, self.graph_, split = find_head(
+                network, probe, head=getattr(self, "head", None), device=self.device
+            )
+        else:
+            kind, n_outputs = _logits_kind(network, probe)
+            split = {"head": None, "activations": None, "output": kind, "n_outputs": n_outputs}
+        self.head_ = None if split["head"] is None else tuple(split["head"])
+        self.head_activations_ = (
+            None if split["activations"] is None else tuple(split["activations"])
+        )
+        self.output_ = str(split["output"])
+        if split["head"] is None:
+            self.body_, self.graph_ = split_network(network, device=self.device, split=split)
+        self.n_outputs_ = int(self.graph_.n_outputs)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> _MLPFeatures:
@@ -250,7 +392,7 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
             The fitted transformer.
         """
         module, self.input_shape_ = _load_model(self.model)
-        self.body_, self.graph_ = split_network(module, device=self.device)
+        self._attach_network(module, fitted=False)
         predicted = y is None
         if predicted:
             X = self._validate_input(X, reset=True)
@@ -273,12 +415,21 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
 
     def _warn_missing_classes(self, *, labelled: bool) -> None:
         """Warn when the references leave out some of the model's classes: those get no
-        class mean, so the features have fewer distance columns than the model has outputs."""
-        if self.representation != "distances" or self.classes_.dtype.kind not in "iu":
+        class mean, so the features have fewer distance columns than the model has outputs.
+        Refuse integer labels the model cannot output."""
+        if self.classes_.dtype.kind not in "iu":
             return
         n_out = self.graph_.n_outputs
         if self.classes_.min() < 0 or self.classes_.max() >= n_out:
-            return  # labels are not output indices: nothing to compare with
+            # a label the model cannot output: the wrong labels, or the wrong model (28.21)
+            wrong = [int(c) for c in self.classes_ if c < 0 or c >= n_out]
+            raise ValueError(
+                f"the reference labels include {wrong[:5]}{'...' if len(wrong) > 5 else ''}, "
+                f"but the model has {n_out} outputs (classes 0..{n_out - 1}): pass the "
+                "labels of the model's classes, or the model these labels belong to"
+            )
+        if self.representation != "distances":
+            return
         missing = sorted(set(range(n_out)) - {int(c) for c in self.classes_})
         if missing:
             why = "the reference labels have" if labelled else "the model predicts"
@@ -310,6 +461,8 @@ class _MLPFeatures(TransformerMixin, BaseEstimator):
         if self.representation != "distances":  # "raw" (and Softmax's "softmax")
             return np.concatenate(blocks, axis=1).astype(np.float64, copy=False)
         # cdist, not broadcasting: (n, c, d) temporaries reach hundreds of MB for MAGDiff.
+        from scipy.spatial.distance import cdist  # here: scipy.spatial costs every start-up
+
         dists = [
             cdist(b.astype(np.float64, copy=False), mu)
             for b, mu in zip(blocks, self.class_means_, strict=True)
@@ -351,6 +504,7 @@ class _SummaryFeatures(_MLPFeatures):
     _summary: ClassVar[Callable[..., np.ndarray]]
     _parameter_constraints: ClassVar[dict] = {
         **_MLPFeatures._parameter_constraints,
+        "head": HEAD_CONSTRAINT,
         "standardize": ["boolean"],
         "normalize": ["boolean"],
     }

@@ -15,7 +15,6 @@ from sklearn.utils.validation import check_is_fitted
 from dgpbench._compat import _fit_context
 from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _load_model, _MLPFeatures
 from dgpbench.features.softmax import SoftmaxFeatures
-from dgpbench.models.cnn import split_network
 
 __all__ = ["BBSDhFeatures", "SoftmaxFeatures"]
 
@@ -57,6 +56,7 @@ class BBSDhFeatures(_MLPFeatures):
     """
 
     _prefix = "bbsdh"
+    _needs_head = False  # the predicted class only: any network
     _parameter_constraints: ClassVar[dict] = dict(WORKFLOW_CONSTRAINTS)  # no representation
 
     def __init__(
@@ -90,7 +90,7 @@ class BBSDhFeatures(_MLPFeatures):
         self : BBSDhFeatures
         """
         module, self.input_shape_ = _load_model(self.model)
-        self.body_, self.graph_ = split_network(module, device=self.device)
+        self._attach_network(module, fitted=False)
         self._validate_input(X, reset=True)
         self.classes_ = np.arange(self.graph_.n_outputs)
         self._n_features_out = 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dgpbench.features.base import _SummaryFeatures
@@ -32,6 +33,11 @@ class DGPFeatures(_SummaryFeatures):
         Divide by the sample's global maximum (the paper's normalisation to [0, 1]).
     representation : {"distances", "raw"}, default="distances"
         Return distances to the class means of the reference images, or the raw MST weights.
+    head : sequence of str, optional
+        The head's ``nn.Linear`` modules by name (e.g. ``("fc1", "fc2")``), for a network
+        with its own ``forward``; by default the trailing chain of linear maps, found with
+        forward hooks and verified on the reference images (see
+        :func:`dgpbench.models.cnn.find_head`).
     batch_size : int, default=256
         Samples per chunk (bounds memory).
     n_jobs : int or None, default=None
@@ -91,6 +97,7 @@ class DGPFeatures(_SummaryFeatures):
         standardize: bool = True,
         normalize: bool = True,
         representation: str = "distances",
+        head: Sequence[str] | None = None,
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
@@ -104,5 +111,6 @@ class DGPFeatures(_SummaryFeatures):
             progress=progress,
             device=device,
         )
+        self.head = head
         self.standardize = standardize
         self.normalize = normalize

@@ -12,6 +12,7 @@ normalize=False``): those are the defaults here; both options are available.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,11 @@ class DGPApproxFeatures(_SummaryFeatures):
         Divide by the sample's largest graph weight.
     representation : {"distances", "raw"}, default="distances"
         Distances to the class means (the protocol's features) or the raw maxima.
+    head : sequence of str, optional
+        The head's ``nn.Linear`` modules by name (e.g. ``("fc1", "fc2")``), for a network
+        with its own ``forward``; by default the trailing chain of linear maps, found with
+        forward hooks and verified on the reference images (see
+        :func:`dgpbench.models.cnn.find_head`).
     batch_size, n_jobs, progress, device
         As for :class:`dgpbench.features.dgp.DGPFeatures`.
 
@@ -143,6 +149,7 @@ class DGPApproxFeatures(_SummaryFeatures):
         standardize: bool = False,
         normalize: bool = False,
         representation: str = "distances",
+        head: Sequence[str] | None = None,
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
@@ -156,5 +163,6 @@ class DGPApproxFeatures(_SummaryFeatures):
             progress=progress,
             device=device,
         )
+        self.head = head
         self.standardize = standardize
         self.normalize = normalize

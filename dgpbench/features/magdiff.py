@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dgpbench.features.base import _MLPFeatures
+from dgpbench.features.base import HEAD_CONSTRAINT, _MLPFeatures
 from dgpbench.topology import magdiff_representation
 
 __all__ = ["MAGDiffFeatures"]
@@ -33,6 +34,11 @@ class MAGDiffFeatures(_MLPFeatures):
         ``magdiff_signed``) instead of the absolute one (``magdiff``).
     representation : {"distances", "raw"}, default="distances"
         Distances to class means, or the flattened activation graph.
+    head : sequence of str, optional
+        The head's ``nn.Linear`` modules by name (e.g. ``("fc1", "fc2")``), for a network
+        with its own ``forward``; by default the trailing chain of linear maps, found with
+        forward hooks and verified on the reference images (see
+        :func:`dgpbench.models.cnn.find_head`).
     batch_size : int, default=256
         Samples per chunk.
     n_jobs : int or None, default=None
@@ -80,6 +86,7 @@ class MAGDiffFeatures(_MLPFeatures):
     _prefix = "magdiff"
     _parameter_constraints: ClassVar[dict] = {
         **_MLPFeatures._parameter_constraints,
+        "head": HEAD_CONSTRAINT,
         "signed": ["boolean"],
     }
 
@@ -89,6 +96,7 @@ class MAGDiffFeatures(_MLPFeatures):
         *,
         signed: bool = False,
         representation: str = "distances",
+        head: Sequence[str] | None = None,
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
@@ -102,6 +110,7 @@ class MAGDiffFeatures(_MLPFeatures):
             progress=progress,
             device=device,
         )
+        self.head = head
         self.signed = signed
 
     def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:

@@ -20,7 +20,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dgpbench._compat import Interval, _fit_context
 from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _flatten_images
 
-__all__ = ["NoRedFeatures", "PCAFeatures", "SRPFeatures", "flatten_images", "variance_dimension"]
+__all__ = [
+    "ImageFeatures",
+    "NoRedFeatures",
+    "PCAFeatures",
+    "SRPFeatures",
+    "flatten_images",
+    "variance_dimension",
+]
 
 
 def flatten_images(X: Any) -> np.ndarray:
@@ -105,6 +112,47 @@ class NoRedFeatures(_Reduction):
         """Return the flattened images, float64, shape ``(n, n_features_in_)``."""
         check_is_fitted(self)
         return self._validate(X, reset=False)
+
+
+class ImageFeatures(NoRedFeatures):
+    """The images themselves, in the shape of the reference images: the input of the domain
+    classifier test (:class:`dgpbench.detectors.ClassifierShiftDetector`), which trains a
+    CNN on image batches and an MLP on flat ones.
+
+    Parameters
+    ----------
+    model : ignored, default=None
+        Accepted for the uniform ``Cls(model, **params)`` interface.
+    batch_size, n_jobs, progress, device
+        The workflow's parameters; unused.
+
+    Attributes
+    ----------
+    image_shape_ : tuple of int
+        One reference image's shape (``(C, H, W)``, or ``(D,)`` for flat rows).
+    n_features_in_ : int
+        Number of pixels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ImageFeatures().fit_transform(np.zeros((2, 1, 2, 2))).shape
+    (2, 1, 2, 2)
+    """
+
+    _prefix = "image"
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any = None) -> ImageFeatures:
+        """Record the shape of the reference images ``X``."""
+        super().fit(X)
+        self.image_shape_ = tuple(int(s) for s in np.shape(X)[1:])
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Return the images as float64, in the reference images' shape."""
+        flat = super().transform(X)
+        return flat.reshape(len(flat), *self.image_shape_)
 
 
 class PCAFeatures(_Reduction):

@@ -70,6 +70,7 @@ class SoftmaxFeatures(_MLPFeatures):
     """
 
     _prefix = "softmax"
+    _needs_head = False  # the logits only: any network, its output used whole
     _parameter_constraints: ClassVar[dict] = {
         **_MLPFeatures._parameter_constraints,
         "representation": [StrOptions({"softmax", "distances"})],

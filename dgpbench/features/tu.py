@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dgpbench.features.base import _MLPFeatures
+from dgpbench.features.base import HEAD_CONSTRAINT, _MLPFeatures
 from dgpbench.topology import tu_representation
 
 __all__ = ["TUFeatures"]
@@ -30,6 +31,11 @@ class TUFeatures(_MLPFeatures):
         code it divides by numpy's ``std()`` (``ddof=0``) + 1e-8, unlike DGP's unbiased one.
     representation : {"distances", "raw"}, default="distances"
         Distances to class means, or the raw per-layer MST weights concatenated.
+    head : sequence of str, optional
+        The head's ``nn.Linear`` modules by name (e.g. ``("fc1", "fc2")``), for a network
+        with its own ``forward``; by default the trailing chain of linear maps, found with
+        forward hooks and verified on the reference images (see
+        :func:`dgpbench.models.cnn.find_head`).
     batch_size : int, default=256
         Samples per chunk.
     n_jobs : int or None, default=None
@@ -77,6 +83,7 @@ class TUFeatures(_MLPFeatures):
     _prefix = "tu"
     _parameter_constraints: ClassVar[dict] = {
         **_MLPFeatures._parameter_constraints,
+        "head": HEAD_CONSTRAINT,
         "standardize": ["boolean"],
     }
 
@@ -86,6 +93,7 @@ class TUFeatures(_MLPFeatures):
         *,
         standardize: bool = False,
         representation: str = "distances",
+        head: Sequence[str] | None = None,
         batch_size: int = 256,
         n_jobs: int | None = None,
         progress: bool = False,
@@ -99,6 +107,7 @@ class TUFeatures(_MLPFeatures):
             progress=progress,
             device=device,
         )
+        self.head = head
         self.standardize = standardize
 
     def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:

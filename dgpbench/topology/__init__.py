@@ -8,28 +8,22 @@ All matrices are in graph orientation: rows are input nodes, columns output node
 shape ``(n_in, n_out)`` = torch's ``Linear.weight.T``.
 """
 
-from dgpbench.topology.activation import (
-    dgp_representation,
-    magdiff_representation,
-    tu_representation,
-)
-from dgpbench.topology.dgp import deep_graph_persistence, standardize, summary_matrix
-from dgpbench.topology.mst import mst_weights
-from dgpbench.topology.persistence import (
-    network_neural_persistence,
-    neural_persistence,
-    np_bounds,
-)
+from dgpbench._lazy import lazy_exports
 
-__all__ = [
-    "deep_graph_persistence",
-    "dgp_representation",
-    "magdiff_representation",
-    "mst_weights",
-    "network_neural_persistence",
-    "neural_persistence",
-    "np_bounds",
-    "standardize",
-    "summary_matrix",
-    "tu_representation",
-]
+# Lazy (PEP 562): importing dgpbench.topology.graphs, as every network does, must not
+# compile-load the numba kernels a softmax detector never runs.
+_EXPORTS = {
+    "deep_graph_persistence": "dgpbench.topology.dgp",
+    "dgp_representation": "dgpbench.topology.activation",
+    "magdiff_representation": "dgpbench.topology.activation",
+    "mst_weights": "dgpbench.topology.mst",
+    "network_neural_persistence": "dgpbench.topology.persistence",
+    "neural_persistence": "dgpbench.topology.persistence",
+    "np_bounds": "dgpbench.topology.persistence",
+    "standardize": "dgpbench.topology.dgp",
+    "summary_matrix": "dgpbench.topology.dgp",
+    "tu_representation": "dgpbench.topology.activation",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports("dgpbench.topology", _EXPORTS)

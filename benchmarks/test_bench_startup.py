@@ -1,0 +1,72 @@
+"""Start-up of one ``dgpbench score --detector`` call against ``python -c "import torch"``.
+
+Issue 31, item 4: scoring a batch with a saved detector must not pay for the workflow's
+modules (pandas, scipy.ndimage, numba kernels a softmax detector never runs). The baseline
+is the interpreter importing torch, which every call needs anyway; both are timed in the
+same run, interleaved, best of several rounds, so that both see the same load. A softmax +
+KS detector of a small MLP (a factory written here) scores one batch of 50 images.
+Target: at most 1.5x.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from bench_helpers import REPO, RESULTS
+
+TARGET = 1.5
+ROUNDS = 5
+
+FACTORY = """
+import torch
+
+
+def mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)
+    ).eval()
+"""
+
+
+def _best(commands: dict[str, list[str]], env: dict[str, str], cwd: Path) -> dict[str, float]:
+    best = dict.fromkeys(commands, float("inf"))
+    for _ in range(ROUNDS):
+        for name, cmd in commands.items():
+            start = time.perf_counter()
+            subprocess.run(cmd, env=env, cwd=cwd, check=name != "score", capture_output=True)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def test_score_detector_start_up_vs_import_torch(tmp_path: Path) -> None:
+    (tmp_path / "startup_net.py").write_text(FACTORY)
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "clean.npz", x=rng.uniform(size=(100, 1, 8, 8)).astype(np.float32))
+    np.savez(tmp_path / "batch.npz", x=rng.uniform(size=(50, 1, 8, 8)).astype(np.float32))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]),
+        "OMP_NUM_THREADS": "1",
+    }
+    dgpbench = [sys.executable, "-m", "dgpbench"]
+    fit = [*dgpbench, "fit", "--model", "startup_net:mlp", "--clean", "clean.npz"]
+    subprocess.run([*fit, "--method", "softmax", "--out", "det.npz"], env=env, cwd=tmp_path,
+                   check=True, capture_output=True)  # fmt: skip
+    score = [*dgpbench, "score", "--detector", "det.npz", "--model", "startup_net:mlp",
+             "--batch", "batch.npz", "--threads", "1"]  # fmt: skip
+    assert subprocess.run(score, env=env, cwd=tmp_path).returncode in (0, 1)
+    best = _best({"score": score, "torch": [sys.executable, "-c", "import torch"]}, env, tmp_path)
+    ratio = best["score"] / best["torch"]
+    line = (
+        f"score --detector (softmax, 50 images): {best['score']:.2f} s, python -c 'import "
+        f"torch' {best['torch']:.2f} s, ratio {ratio:.2f}x (target <= {TARGET:g}x)"
+    )
+    print("\n" + line)
+    RESULTS.append({"line": line})
+    assert ratio <= TARGET, line
