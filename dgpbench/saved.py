@@ -274,6 +274,11 @@ _MLP_STATE = {
     "classes_",
     "class_means_",
     "_n_features_out",
+    # a network with its own forward: the head found on the reference images (issue 31)
+    "head_",
+    "head_activations_",
+    "output_",
+    "n_outputs_",
 }
 
 
@@ -286,6 +291,15 @@ def _dump_mlp(est: Any, out: _Writer) -> None:
             s[key] = None if value is None else [int(v) for v in value]
     s["n_features_in_"] = int(est.n_features_in_)
     s["n_features_out"] = int(est._n_features_out)
+    if getattr(est, "output_", None) is not None:  # the recorded split: no forward pass on load
+        s["split"] = {
+            "head": None if est.head_ is None else [str(n) for n in est.head_],
+            "activations": (
+                None if est.head_activations_ is None else [str(a) for a in est.head_activations_]
+            ),
+            "output": str(est.output_),
+            "n_outputs": int(est.n_outputs_),
+        }
     if est.classes_.dtype.kind not in "iuU":
         raise TypeError(f"cannot save {type(est).__name__}: classes_ of dtype {est.classes_.dtype}")
     out.array("classes_", est.classes_)
@@ -295,15 +309,43 @@ def _dump_mlp(est: Any, out: _Writer) -> None:
             out.array(f"class_means_/{k}", block)
 
 
+def _restore_split(est: Any, split: Any) -> None:
+    """Set a recorded head split (``head_``, ``head_activations_``, ``output_``,
+    ``n_outputs_``) after checking every field's type and value."""
+    from dgpbench.models.cnn import OUTPUT_KINDS
+
+    if not isinstance(split, dict) or set(split) != {"head", "activations", "output", "n_outputs"}:
+        raise _Invalid("split must hold head, activations, output and n_outputs")
+
+    def names(key: str) -> tuple[str, ...] | None:
+        value = split[key]
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise _Invalid(f"split {key} must be a non-empty list of names or null")
+        return tuple(value)
+
+    est.head_, est.head_activations_ = names("head"), names("activations")
+    if split["output"] not in OUTPUT_KINDS:
+        raise _Invalid(f"split output must be one of {OUTPUT_KINDS}, got {split['output']!r}")
+    est.output_ = split["output"]
+    est.n_outputs_ = _int(split["n_outputs"], "split n_outputs", 1)
+
+
 def _load_mlp(est: Any, inp: _Reader, network: Any) -> None:
     from dgpbench.models.cnn import split_network
 
     est.input_shape_ = _shape(inp.get("input_shape_"), "input_shape_")
     est.image_shape_ = _shape(inp.get("image_shape_"), "image_shape_")
     module, check = network
+    split = inp.get("split", None)
     try:
-        est.body_, est.graph_ = split_network(module, device=est.device)
-    except TypeError as exc:  # a network of another kind than the fitted one
+        if split is None:
+            est.body_, est.graph_ = split_network(module, device=est.device)
+        else:
+            _restore_split(est, split)
+            est._attach_network(module, fitted=True)
+    except (TypeError, ValueError) as exc:  # a network of another kind than the fitted one
         raise ValueError(f"the model cannot be used: {exc}") from exc
     check(est.body_, est.graph_)  # the fitted network first: other errors follow from it
     body_shape = inp.get("body_input_shape_", None)
@@ -351,7 +393,9 @@ def _load_mlp(est: Any, inp: _Reader, network: Any) -> None:
 
 # -- model-free reductions (NoRed, PCA, SRP) ------------------------------------------------
 def _dump_reduction(est: Any, out: _Writer) -> None:
-    _unknown_state(est, {"n_features_in_", "_n_features_out", "pca_", "srp_"})
+    _unknown_state(est, {"n_features_in_", "_n_features_out", "pca_", "srp_", "image_shape_"})
+    if hasattr(est, "image_shape_"):  # ImageFeatures: the images in their own shape
+        out.state["image_shape_"] = [int(v) for v in est.image_shape_]
     out.state["n_features_in_"] = int(est.n_features_in_)
     out.state["n_features_out"] = int(est._n_features_out)
     if hasattr(est, "pca_"):
@@ -373,10 +417,14 @@ def _dump_reduction(est: Any, out: _Writer) -> None:
 
 
 def _load_reduction(est: Any, inp: _Reader, network: Any) -> None:
-    from dgpbench.features.reductions import PCAFeatures, SRPFeatures
+    from dgpbench.features.reductions import ImageFeatures, PCAFeatures, SRPFeatures
 
     d = est.n_features_in_ = _int(inp.get("n_features_in_"), "n_features_in_", 1)
     k = est._n_features_out = _int(inp.get("n_features_out"), "n_features_out", 1)
+    if isinstance(est, ImageFeatures):
+        est.image_shape_ = _shape(inp.get("image_shape_"), "image_shape_", optional=False)
+        if math.prod(est.image_shape_) != d:
+            raise _Invalid(f"image_shape_ {est.image_shape_} does not hold {d} pixels")
     if isinstance(est, PCAFeatures):
         from sklearn.decomposition import PCA
 
@@ -515,7 +563,7 @@ _CODECS: dict[str, tuple[str, Callable[..., None], Callable[..., None]]] = {
     },
     **{
         name: (f"dgpbench.features.reductions:{name}", _dump_reduction, _load_reduction)
-        for name in ("NoRedFeatures", "PCAFeatures", "SRPFeatures")
+        for name in ("NoRedFeatures", "PCAFeatures", "SRPFeatures", "ImageFeatures")
     },
     **{
         name: (f"dgpbench.features.autoencoders:{name}", _dump_autoencoder, _load_autoencoder)
