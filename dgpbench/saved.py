@@ -55,6 +55,7 @@ __all__ = [
     "FORMAT",
     "SAVEABLE",
     "FittedDetector",
+    "ModelRequiredError",
     "is_saveable",
     "load_detector",
     "network_fingerprint",
@@ -803,15 +804,25 @@ def _version() -> str:
     return str(dgpbench.__version__)
 
 
+class ModelRequiredError(ValueError):
+    """A detector file that records no loadable model: the caller must pass the network.
+
+    The message says ``model=`` (Python's word); the command line says ``--model`` instead,
+    from :attr:`reason`.
+    """
+
+    def __init__(self, reason: str, path: Any) -> None:
+        super().__init__(f"{reason}: pass model=")
+        self.reason = reason
+        self.path = path
+
+
 def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any]:
     """The network to check against the file, and the model argument the transformer keeps."""
     if model is None:
         reference = recorded["reference"]
         if reference is None:
-            raise ValueError(
-                f"{path} was saved from an in-memory network: pass model= in Python (--model "
-                "on the command line)"
-            )
+            raise ModelRequiredError(f"{path} was saved from an in-memory network", path)
         if is_factory_spec(reference):
             raise ValueError(
                 f"{path}: its model is the factory {reference!r}; loading it runs that code, "

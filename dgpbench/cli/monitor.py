@@ -196,21 +196,15 @@ def _score(args: argparse.Namespace) -> int:
     batches = _batch_files(args.batch)
     if args.detector is not None:
         _refuse_fixed_options(args)
-        from dgpbench.saved import load_detector
+        from dgpbench.saved import ModelRequiredError, load_detector
 
         with torch_threads(args.threads):
             try:
                 fitted = load_detector(args.detector, model=args.model)
-            except ValueError as exc:
-                # the Python API's wording (model=) said on the command line's (--model)
-                text = str(exc)
-                if text.rstrip().endswith("pass model="):
-                    text = (
-                        text.rstrip()[: -len("model=")]
-                        + "--model MODEL (the network it was fitted with)"
-                    )
-                    raise CommandError(text) from exc
-                raise
+            except ModelRequiredError as exc:  # Python's wording (model=) in the shell's
+                raise CommandError(
+                    f"{exc.reason}: pass --model MODEL (the network it was fitted with)"
+                ) from exc
         _set_device(fitted, args.device)
     else:
         load_npz_images(batches[0])  # read one batch before the long fit: fail early
