@@ -49,7 +49,7 @@ __all__ = ["TARGETS", "target_command"]
 
 # target -> (help, module of dgpbench.analysis that holds it in its COMMANDS)
 TARGETS: dict[str, tuple[str, str]] = {
-    "train": ("Train one analysis MLP (lr 0.003); optionally record its curves.", "curves"),
+    "train": ("Train one analysis MLP (lr 3e-4); optionally record its curves.", "curves"),
     "train-seeds": (
         "Train all seeds of one analysis MLP as one stacked model; record their curves.",
         "stacked",
