@@ -1,6 +1,6 @@
 """Speed of an analysis training job: 20 seeds stacked against 20 `analysis train` runs.
 
-Both sides train 784-650-650-10 on MNIST images with the analysis settings (lr 0.003,
+Both sides train 784-650-650-10 on MNIST images with the analysis settings (lr 3e-4,
 batch 32) and record the curves (NP, variance, DGP, validation and test accuracy) at every
 evaluation, exactly as the workflow's jobs do: ``train_analysis_seeds`` (one stacked model,
 one kernel call per evaluation for all seeds' NP and DGP) against ``train_mlp`` with a

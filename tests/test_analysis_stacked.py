@@ -196,3 +196,43 @@ def test_stacked_regulariser_models_equal_single_runs(tmp_path, option):
     # the two seeds differ (their masks and initialisations are their own)
     w = [load_checkpoint(d / "model.pt")[0].state_dict()["0.weight"] for d in outs]
     assert not np.allclose(w[0].numpy(), w[1].numpy())
+
+
+def test_retained_heap_changes_no_number(tmp_path, monkeypatch):
+    """Issue 30, item 4: the job keeps freed gradients in the process (glibc's mallopt);
+    every file it writes is bit-identical to a run without (today's allocation)."""
+    import contextlib
+
+    import dgpbench.models.stacked as mstacked
+
+    argv = [*ARCHS["relu-l3-h8"], "--seeds", *SEEDS]
+
+    def run(root):
+        outs = [root / f"s{s}" for s in SEEDS]
+        _run("train-seeds", *COMMON, *argv, "--out-dirs", *outs)
+        return outs
+
+    fast = run(tmp_path / "fast")
+    monkeypatch.setattr(mstacked, "_retained_heap", contextlib.nullcontext)
+    today = run(tmp_path / "today")
+    for a, b in zip(fast, today, strict=True):
+        for name in ("curves.csv", "split.npz"):
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
+        ma, mb = pd.read_csv(a / "metrics.csv"), pd.read_csv(b / "metrics.csv")
+        pd.testing.assert_frame_equal(ma.drop(columns="seconds"), mb.drop(columns="seconds"))
+        sa, sb = (load_checkpoint(d / "model.pt")[0].state_dict() for d in (a, b))
+        assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_retained_heap_is_a_no_op_without_glibc(monkeypatch):
+    import ctypes
+
+    import dgpbench.models.stacked as mstacked
+
+    def no_libc(*args, **kwargs):
+        raise OSError("no libc here")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_libc)
+    with mstacked._retained_heap():
+        x = torch.ones(3) * 2
+    assert x.sum() == 6

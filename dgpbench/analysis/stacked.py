@@ -208,17 +208,25 @@ def train_analysis_seeds(
     Raises
     ------
     ValueError
-        On a number of run ids other than the number of folders, or anything
+        On a number of run ids other than the number of folders, repeated run ids, or anything
         :func:`dgpbench.models.stacked.train_mlp_seeds` refuses.
     """
     from dgpbench.models.stacked import train_mlp_seeds
 
     outs = [Path(d) for d in out_dirs]
+    runs_given = runs is not None
     runs = list(runs) if runs is not None else [f"{dataset}/{d.name}" for d in outs]
     if len(runs) != len(outs) or len(seeds) != len(outs):
         raise ValueError(
             f"got {len(seeds)} seeds, {len(outs)} output folders and {len(runs)} run ids; "
             "give one of each per seed"
+        )
+    repeated = sorted({r for r in runs if runs.count(r) > 1})
+    if repeated:
+        # the run id keys every per-run table downstream: two seeds under one id would merge
+        raise ValueError(
+            f"run ids must be distinct, got {repeated} more than once; give one id per seed"
+            + ("" if runs_given else " (the default is <dataset>/<folder name>: rename a folder)")
         )
     recorder = None
     if curves:
@@ -279,6 +287,9 @@ def _train_seeds(args: argparse.Namespace) -> None:
         raise ValueError(f"got {len(args.out_dirs)} --out-dirs for {len(args.seeds)} --seeds")
     if args.runs is not None and len(args.runs) != len(args.seeds):
         raise ValueError(f"got {len(args.runs)} --runs for {len(args.seeds)} --seeds")
+    if args.runs is not None and len(set(args.runs)) != len(args.runs):
+        repeated = sorted({r for r in args.runs if args.runs.count(r) > 1})
+        raise ValueError(f"--runs must be distinct, got {repeated} more than once")
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
     arch = _architecture(args, x)
     config = _train_config(args)

@@ -45,7 +45,17 @@ from dgpbench.labels import dataset_label
 
 log = logging.getLogger(__name__)
 
-__all__ = ["linear_fit", "model_study", "np_variance_r2", "plot_np_vs_log_variance", "r2_table"]
+__all__ = [
+    "linear_fit",
+    "model_study",
+    "np_variance_r2",
+    "plot_np_vs_log_variance",
+    "plot_r2_by_epoch",
+    "r2_by_epoch",
+    "r2_by_epoch_table",
+    "r2_table",
+    "table_epochs",
+]
 
 
 def model_study(
@@ -291,6 +301,122 @@ def r2_table(r2: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+R2_BY = ("dataset", "activation", "n_layers", "hidden")
+
+
+def r2_by_epoch(curves: pd.DataFrame, *, by: Sequence[str] = R2_BY) -> pd.DataFrame:
+    """R² of NP ~ log-variance of each architecture at every evaluation of training.
+
+    The R² table fits the final models (epoch 40); the cells are sensitive to how long the
+    models trained, so this fits the same line over the runs at every evaluation of their
+    curves (:mod:`dgpbench.analysis.curves`). Its last epoch is the R² table's fit: the
+    models table takes NP and the variance from each run's last curve row.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        Rows of ``dgpbench analysis curves`` (one per run and evaluation): ``by`` columns,
+        ``run, epoch, np, log_variance``. Linear classifiers (``n_layers == 1``) are left
+        out, as in the R² table.
+    by : sequence of str
+        The columns of an architecture.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``*by, epoch, n, slope, intercept, r2, r2_pct`` (no bootstrap interval: one per
+        evaluation would take minutes), sorted by architecture and epoch.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing, or a run has two rows at one epoch.
+    """
+    require_columns(curves, [*by, "run", "epoch", "np", "log_variance"], "curves")
+    deep = curves[curves["n_layers"] > 1]
+    repeated = deep.duplicated(["run", "epoch"])
+    if repeated.any():
+        run, epoch = deep.loc[repeated, ["run", "epoch"]].iloc[0]
+        raise ValueError(f"curves hold run {run!r} twice at epoch {epoch}: one row per evaluation")
+    out = np_variance_r2(deep, by=[*by, "epoch"], confidence=None)
+    return out.sort_values([*by, "epoch"]).reset_index(drop=True)
+
+
+def table_epochs(epochs: Sequence[float]) -> list[float]:
+    """Whole epochs shown in the R² by epoch table: 1-5, every 5th and the last.
+
+    Examples
+    --------
+    >>> table_epochs([0.25 * k for k in range(1, 161)])
+    [1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0]
+    """
+    whole = sorted({float(e) for e in epochs if float(e).is_integer() and e > 0})
+    if not whole:
+        return sorted({float(e) for e in epochs})[-1:]
+    keep = [e for e in whole if e <= 5 or e % 5 == 0]
+    return keep if keep[-1] == whole[-1] else [*keep, whole[-1]]
+
+
+def r2_by_epoch_table(r2: pd.DataFrame, epochs: Sequence[float] | None = None) -> pd.DataFrame:
+    """Wide R² (x100) by epoch: rows dataset, activation, hidden layers, width; columns the
+    ``epochs`` (default :func:`table_epochs`)."""
+    epochs = table_epochs(r2["epoch"]) if epochs is None else [float(e) for e in epochs]
+    sub = r2[r2["epoch"].astype(float).isin(epochs)]
+    sub = sub.assign(
+        dataset=dataset_labels(sub["dataset"]),
+        hidden_layers=sub["n_layers"].astype(int) - 1,
+        hidden=sub["hidden"].astype(int),
+        epoch=sub["epoch"].astype(float).map(short_number),
+    )
+    wide = sub.pivot_table(
+        index=["dataset", "activation", "hidden_layers", "hidden"],
+        columns="epoch",
+        values="r2_pct",
+        sort=False,
+    )
+    return wide[[short_number(e) for e in epochs if short_number(e) in wide.columns]]
+
+
+@quiet_seaborn
+def plot_r2_by_epoch(
+    r2: pd.DataFrame, stem: str | os.PathLike[str], *, paper: pd.DataFrame | None = None
+) -> list[Path]:
+    """R² (%) of NP ~ log-variance against the epoch, one panel per data set, activation and
+    depth, one line per width (and, with ``paper``, the published value at the last epoch
+    as a marker: ``dataset, activation, n_layers, hidden, r2_pct``)."""
+    import seaborn as sns
+
+    require_columns(r2, [*R2_BY, "epoch", "r2_pct"], "R² by epoch")
+    panels = list(r2.groupby(["dataset", "activation", "n_layers"], sort=True))
+    n_cols = min(3, len(panels))
+    n_rows = math.ceil(len(panels) / n_cols)
+    fig, axes = new_figure(n_rows, n_cols, sharex=True, sharey=False)
+    widths = ordered_values(r2["hidden"])
+    colors = dict(zip(widths, sns.color_palette("viridis", len(widths)), strict=True))
+    for ax, ((dataset, activation, layers), sub) in zip(axes.flat, panels, strict=False):
+        last = sub["epoch"].max()
+        for width, line in sub.groupby("hidden", sort=True):
+            ax.plot(line["epoch"], line["r2_pct"], color=colors[width], lw=1, label=str(width))
+            if paper is not None:
+                pub = paper[
+                    (paper["dataset"] == dataset)
+                    & (paper["activation"] == activation)
+                    & (paper["n_layers"] == layers)
+                    & (paper["hidden"] == width)
+                ]
+                if len(pub):
+                    ax.scatter([last], pub["r2_pct"].iloc[:1], color=colors[width], marker="x")
+        ax.set_title(
+            f"{dataset_label(dataset)}, {activation}, {int(layers) - 1} hidden", fontsize="small"
+        )
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("R² (%) of NP ~ log-variance")
+        ax.legend(fontsize="x-small", title="width", loc="lower right")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_axis_off()
+    return save_figure(fig, stem)
+
+
 # --------------------------------------------------------------------------------------------
 # figure
 # --------------------------------------------------------------------------------------------
@@ -404,6 +530,12 @@ def _np_variance_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", required=True, help="models CSV of `dgpbench analysis models`")
     p.add_argument("--figure-layers", type=int, nargs="*", default=[], help="main figure: layers")
     p.add_argument("--figure-hidden", type=int, nargs="*", default=[], help="main figure: widths")
+    p.add_argument(
+        "--curves",
+        default=None,
+        help="curves CSV of `dgpbench analysis curves`: also write R² by epoch "
+        "(r2_by_epoch.csv, table_r2_by_epoch, fig_r2_by_epoch)",
+    )
     out_dir_arg(p)
 
 
@@ -463,7 +595,24 @@ def _np_variance(args: argparse.Namespace) -> None:
                 hue="hidden",
                 title=f"{activation} networks",
             )
+    if args.curves is not None:
+        _write_r2_by_epoch(read_table(args.curves, "curves", ("run", "epoch")), out)
     log.info("NP vs. log-variance of %d models -> %s", len(models), out)
+
+
+def _write_r2_by_epoch(curves: pd.DataFrame, out: Path) -> None:
+    """``r2_by_epoch.csv``, ``table_r2_by_epoch`` and ``fig_r2_by_epoch`` of the DNNs."""
+    r2 = r2_by_epoch(curves)
+    if r2.empty:
+        raise ValueError("--curves holds no DNN (n_layers > 1): no R² by epoch to fit")
+    write_csv(out / "r2_by_epoch.csv", r2, float_format="%.6g")
+    write_table(
+        r2_by_epoch_table(r2),
+        out / "table_r2_by_epoch",
+        title="R² (x100) of NP ~ log-variance per architecture, by training epoch",
+        digits=1,
+    )
+    plot_r2_by_epoch(r2, out / "fig_r2_by_epoch")
 
 
 # the module's `dgpbench analysis` targets: name -> (add-arguments, run)

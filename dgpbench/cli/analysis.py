@@ -19,7 +19,8 @@ Each target reads files, calls the analysis and writes its outputs atomically in
 ``permutation``     1: ``permutation.csv.gz, ks_tests.csv, table_ks_rejections,
                     fig_permutation_linear, fig_permutation_dnn``
 ``np-variance``     2: ``r2.csv, table_r2 (.tex), table_r2_linear,
-                    fig_np_vs_log_variance_{linear,dnn,<activation>}``
+                    fig_np_vs_log_variance_{linear,dnn,<activation>}``; with ``--curves``
+                    also ``r2_by_epoch.csv, table_r2_by_epoch, fig_r2_by_epoch``
 ``bounds``          3: ``study.csv, table_bounds (.tex), fig_bounds_tightness``
 ``np-factors``      4: ``study.csv, table_r2, fig_np_factors``
 ``size``            5: ``grid.csv, fig_size_heatmaps``
@@ -49,7 +50,7 @@ __all__ = ["TARGETS", "target_command"]
 
 # target -> (help, module of dgpbench.analysis that holds it in its COMMANDS)
 TARGETS: dict[str, tuple[str, str]] = {
-    "train": ("Train one analysis MLP (lr 0.003); optionally record its curves.", "curves"),
+    "train": ("Train one analysis MLP (lr 3e-4); optionally record its curves.", "curves"),
     "train-seeds": (
         "Train all seeds of one analysis MLP as one stacked model; record their curves.",
         "stacked",

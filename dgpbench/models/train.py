@@ -9,7 +9,7 @@ no weight decay), batch 32, 40 epochs, cross-entropy; a stratified ``val_fractio
 training images (fixed by ``split_seed``, the same for every model seed) is held out and
 evaluated at every checkpoint, i.e. every ``1/checkpoints_per_epoch`` epoch.
 Use :func:`shift_detection_config` (lr 3e-4, 80/20 split, keep the last checkpoint) or
-:func:`analysis_config` (lr 0.003, every quarter epoch kept) for the paper's two settings.
+:func:`analysis_config` (lr 3e-4, every quarter epoch kept) for the paper's two settings.
 :func:`dgpbench.models.stacked.train_mlp_seeds` trains several seeds of one architecture at once
 and writes each seed what :func:`train_mlp` would.
 
@@ -69,6 +69,8 @@ log = logging.getLogger(__name__)
 # Re-exported: the architecture and checkpoint API kept its historic home here.
 __all__ = [
     "ACTIVATIONS",
+    "ANALYSIS_LR",
+    "ANALYSIS_LR_TEXT",
     "CHECKPOINT_FORMAT",
     "CHECKPOINT_VERSION",
     "KEEP_OPTIONS",
@@ -93,6 +95,12 @@ __all__ = [
 KEEP_OPTIONS = ("last", "all")
 METRIC_COLUMNS = ("epoch", "step", "train_loss", "train_acc", "val_loss", "val_acc", "seconds")
 
+# Adam's learning rate of the Section 4 analysis models in the authors' analysis code
+# (src/neural-persistence-analysis/mlp.py:143 of ExplainableML/Deep-Graph-Persistence); the
+# paper's text says 0.003 (ANALYSIS_LR_TEXT), which trains every model to a lower R².
+ANALYSIS_LR = 3e-4
+ANALYSIS_LR_TEXT = 3e-3
+
 # The authors' held-out fractions for the Section 4 analysis models (55k/5k for MNIST and
 # Fashion-MNIST, 90/10 for EMNIST); other data sets use 1/12 as well.
 _ANALYSIS_VAL_FRACTION = {"mnist": 5000 / 60000, "fashion-mnist": 5000 / 60000, "emnist": 0.1}
@@ -108,7 +116,8 @@ class TrainConfig:
     Attributes
     ----------
     lr : float
-        Adam learning rate (3e-4: shift-detection models; 0.003: Section 4 analyses).
+        Adam learning rate (3e-4, the authors' scripts for both the shift-detection and the
+        Section 4 analysis models; the paper's text says 0.003).
     epochs : int
         Number of passes over the training part.
     batch_size : int
@@ -170,16 +179,39 @@ def shift_detection_config(**overrides: Any) -> TrainConfig:
 
 
 def analysis_config(dataset: str = "mnist", **overrides: Any) -> TrainConfig:
-    """Training setup of the Section 4 analysis models (lr 0.003, every quarter epoch kept).
+    """Training setup of the Section 4 analysis models (lr 3e-4, every quarter epoch kept).
+
+    Follows the authors' analysis code (``src/neural-persistence-analysis`` of
+    ExplainableML/Deep-Graph-Persistence): Adam at lr **3e-4** (``mlp.py:143``, betas
+    0.9/0.999, eps 1e-8, no weight decay), batch 32, 40 epochs, an evaluation every quarter
+    epoch (``val_check_interval=0.25``), Xavier-normal weights (``build_mlp``), 5,000 of
+    MNIST's and Fashion-MNIST's 60,000 training images held out (10% of EMNIST's). The
+    paper's text says lr 0.003 (Rieck et al.'s setting): pass ``lr=3e-3`` for it. Where we
+    differ from that code (a stratified split instead of ``random_split``, the quarter-epoch
+    points) is listed in docs/choices.md.
+
+    Parameters
+    ----------
+    dataset : str, default="mnist"
+        Picks the held-out share (5,000 / 60,000 for MNIST, Fashion-MNIST and any other
+        data set; 0.1 for EMNIST).
+    **overrides
+        Any :class:`TrainConfig` field, e.g. ``lr=3e-3``.
+
+    Returns
+    -------
+    TrainConfig
 
     Examples
     --------
     >>> cfg = analysis_config("emnist")
     >>> cfg.lr, cfg.keep, cfg.val_fraction
-    (0.003, 'all', 0.1)
+    (0.0003, 'all', 0.1)
+    >>> analysis_config(lr=3e-3).lr  # the paper's text
+    0.003
     """
     base = TrainConfig(
-        lr=3e-3, keep="all", val_fraction=_ANALYSIS_VAL_FRACTION.get(dataset, 5000 / 60000)
+        lr=ANALYSIS_LR, keep="all", val_fraction=_ANALYSIS_VAL_FRACTION.get(dataset, 5000 / 60000)
     )
     return dataclasses.replace(base, **overrides)
 

@@ -176,12 +176,17 @@ rule analysis_permutation:
 
 
 rule analysis_np_variance:
-    """2: NP vs. log-variance of the weights: R² table and figures."""
+    """2: NP vs. log-variance of the weights: R² table and figures; the R² of every
+    evaluation of training (R² by epoch) from the curves."""
     input:
-        rules.analysis_models.output,
+        models=rules.analysis_models.output,
+        curves=rules.analysis_curves.output if AN_DEEP else [],
     output:
         r2=[f"{AN_RESULTS}/np_variance/r2.csv"] if AN_DEEP else [],
         table=table(f"{AN_RESULTS}/np_variance/table_r2", tex=True) if AN_DEEP else [],
+        r2_by_epoch=[f"{AN_RESULTS}/np_variance/r2_by_epoch.csv"] if AN_DEEP else [],
+        table_by_epoch=table(f"{AN_RESULTS}/np_variance/table_r2_by_epoch") if AN_DEEP else [],
+        fig_by_epoch=figure(f"{AN_RESULTS}/np_variance/fig_r2_by_epoch", AN_DEEP),
         linear_table=table(f"{AN_RESULTS}/np_variance/table_r2_linear") if AN_LINEAR else [],
         linear=figure(f"{AN_RESULTS}/np_variance/fig_np_vs_log_variance_linear", AN_LINEAR),
         dnn=figure(f"{AN_RESULTS}/np_variance/fig_np_vs_log_variance_dnn", AN_DEEP),
@@ -194,6 +199,7 @@ rule analysis_np_variance:
         dgpbench=DGPBENCH,
         layers=join(AN["np_variance"]["figure_layers"]),
         hidden=join(AN["np_variance"]["figure_hidden"]),
+        curves=lambda wc, input: f"--curves {input.curves}" if AN_DEEP else "",
         out=lambda wc, output: Path(output[0]).parent,
     threads: 1
     conda:
@@ -206,7 +212,8 @@ rule analysis_np_variance:
     benchmark:
         f"{AN_BENCH}/np_variance.tsv"
     shell:
-        "{params.dgpbench} analysis np-variance --models {input} --figure-layers {params.layers}"
+        "{params.dgpbench} analysis np-variance --models {input.models} {params.curves}"
+        " --figure-layers {params.layers}"
         " --figure-hidden {params.hidden} --threads {threads} --out-dir {params.out}"
         " > {log} 2>&1"
 

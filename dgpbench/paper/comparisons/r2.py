@@ -7,25 +7,71 @@ row ``layers = k`` is therefore the workflow's ``n_layers = k + 1``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from dgpbench.paper.comparisons.core import TableSpec
 
-__all__ = ["SPEC", "reproduced"]
+__all__ = ["SPEC", "reproduced", "sign_test"]
 
 WITHIN = 2.0  # points of R² x 100
 TABLE = "r2_np_logvar"
 
 
+SIGN_ALPHA = 0.05  # level of the sign test over a group's cells
+
+
+def sign_test(diff: Any, *, alpha: float = SIGN_ALPHA) -> dict[str, float]:
+    """Exact two-sided sign test: are a group's cells above and below the paper at random?
+
+    A 2-point tolerance judges each cell alone; 12 of 12 cells below the paper are not noise
+    (p = 2 x 2^-12) however many of them lie within it. Under the null each non-tied cell is
+    above or below with probability 1/2 (:func:`scipy.stats.binomtest`); the test is exact,
+    so it rejects at most ``alpha`` of the time, and never with 5 cells or fewer at 0.05.
+
+    Parameters
+    ----------
+    diff : array-like
+        ``ours - paper`` per cell (NaN left out; values that round to 0 at 6 decimals are
+        ties, left out as well).
+    alpha : float, default=0.05
+
+    Returns
+    -------
+    dict
+        ``n_below, n_above`` (cells below / above the paper), ``sign_test_p`` (NaN without a
+        non-tied cell) and ``one_sided``: 1.0 when ``sign_test_p < alpha`` (the cells lie
+        on one side more than chance allows), else 0.0 (NaN without a p-value).
+
+    Examples
+    --------
+    >>> out = sign_test([-1.0] * 12)
+    >>> out["n_below"], round(out["sign_test_p"], 6), out["one_sided"]
+    (12, 0.000488, 1.0)
+    """
+    from scipy.stats import binomtest
+
+    d = np.asarray(diff, dtype=float)
+    d = np.round(d[~np.isnan(d)], 6)
+    below, above = int((d < 0).sum()), int((d > 0).sum())
+    if below + above == 0:
+        return {"n_below": below, "n_above": above, "sign_test_p": np.nan, "one_sided": np.nan}
+    p = float(binomtest(below, below + above, 0.5, alternative="two-sided").pvalue)
+    return {"n_below": below, "n_above": above, "sign_test_p": p, "one_sided": float(p < alpha)}
+
+
 def paper_in_interval(cells: pd.DataFrame) -> dict[str, float]:
     """Share of cells whose published R² lies in the run's 95% bootstrap interval over its
-    runs (NaN where the run has no intervals)."""
+    runs (NaN where the run has no intervals), and the sign test over the cells
+    (:func:`sign_test`)."""
+    signs = sign_test(cells["diff"] if "diff" in cells else [])
     if cells.empty or "ci_low" not in cells or cells["ci_low"].isna().all():
-        return {"share_paper_in_ci": np.nan}
+        return {"share_paper_in_ci": np.nan, **signs}
     cells = cells.dropna(subset=["ci_low", "ci_high"])
     inside = cells["paper"].between(cells["ci_low"], cells["ci_high"])
-    return {"share_paper_in_ci": float(inside.mean())}
+    return {"share_paper_in_ci": float(inside.mean()), **signs}
 
 
 SPEC = TableSpec(
@@ -37,7 +83,9 @@ SPEC = TableSpec(
     group=("dataset", "activation"),
     tolerance=f"|diff| <= {WITHIN:g} points of R² x 100 (layers = hidden layers, the "
     "workflow's linear maps - 1); ci_low, ci_high: the run's 95% bootstrap interval of R² over "
-    "its runs (BCa), share_paper_in_ci: the share of published values inside it",
+    "its runs (BCa), share_paper_in_ci: the share of published values inside it; n_below, "
+    "n_above, sign_test_p: the exact two-sided sign test over a group's cells (one_sided = yes "
+    f"when p < {SIGN_ALPHA:g}: the cells lie on one side of the paper beyond chance)",
     within=lambda j: j["diff"].abs().round(6) <= WITHIN,
     extra=paper_in_interval,
     ours_columns=("n_runs", "ci_low", "ci_high"),
