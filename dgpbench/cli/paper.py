@@ -263,7 +263,13 @@ def _features(args: argparse.Namespace) -> None:
         _require(arrays, path, ["corruption"], "corrupt")
         code = str(arrays.pop("corruption"))
         for name, x in arrays.items():
-            key = feature_key(code, int(name.removeprefix("intensity_")))
+            level = name.removeprefix("intensity_")
+            if name == level or not level.isdigit():
+                raise ValueError(
+                    f"--corrupted: {path} holds an array {name!r}; a file of `dgpbench "
+                    "corrupt` holds 'corruption' and 'intensity_<k>' arrays only (k = 1, 2, ...)"
+                )
+            key = feature_key(code, int(level))
             if key in sets:  # the later file would silently replace the earlier one's set
                 raise ValueError(
                     f"--corrupted: {path} and {source[key]} both hold {key} "
