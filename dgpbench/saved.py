@@ -49,7 +49,12 @@ from typing import Any
 import numpy as np
 
 from dgpbench.io import atomic_path
-from dgpbench.models.specs import describe_model, is_factory_spec, load_model
+from dgpbench.models.specs import (
+    describe_model,
+    is_factory_spec,
+    load_model,
+    update_state_digest,
+)
 
 __all__ = [
     "FORMAT",
@@ -110,18 +115,11 @@ class FittedDetector:
 # --------------------------------------------------------------------------------------------
 def _hash_module(digest: Any, module: Any, tag: str) -> None:
     """Layers (name, class, hyperparameters as ``extra_repr``) then every tensor's bytes."""
-    import torch
-
     for name, sub in module.named_modules():
         cls = type(sub)
         digest.update(f"{tag}|layer|{name}|{cls.__module__}.{cls.__qualname__}|".encode())
         digest.update(f"{sub.extra_repr()}|".encode())
-    state = module.state_dict()
-    for key in sorted(state):
-        tensor = state[key].detach().cpu().contiguous()
-        digest.update(f"{tag}|{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-        if tensor.numel():
-            digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    update_state_digest(digest, module, tag)
 
 
 def network_fingerprint(body: Any, head: Any) -> str:

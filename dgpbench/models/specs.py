@@ -28,7 +28,13 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["describe_model", "is_factory_spec", "load_model", "model_checksum"]
+__all__ = [
+    "describe_model",
+    "is_factory_spec",
+    "load_model",
+    "model_checksum",
+    "update_state_digest",
+]
 
 _FACTORY_RE = re.compile(r"(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<name>[A-Za-z_]\w*)")
 
@@ -138,13 +144,19 @@ def model_checksum(module: Any) -> str:
     for k, part in enumerate(parts):
         if not isinstance(part, nn.Module):
             raise TypeError(f"cannot checksum a {type(part).__name__}: pass a torch.nn.Module")
-        state = part.state_dict()
-        for key in sorted(state):
-            tensor = state[key].detach().cpu().contiguous()
-            digest.update(f"{k}|{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-            if tensor.numel():
-                digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+        update_state_digest(digest, part, str(k))
     return digest.hexdigest()
+
+
+def update_state_digest(digest: Any, module: Any, tag: str) -> None:
+    """Feed ``module``'s state (every tensor's name, dtype, shape and bytes, in sorted key
+    order) into the hashlib ``digest``, each entry prefixed with ``tag``."""
+    state = module.state_dict()
+    for key in sorted(state):
+        tensor = state[key].detach().cpu().contiguous()
+        digest.update(f"{tag}|{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        if tensor.numel():
+            digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
 
 
 def describe_model(model: Any) -> str | None:
