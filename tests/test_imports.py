@@ -237,3 +237,23 @@ def test_the_top_level_is_short():
     # one package per family: only helpers, the entry point and saved.py stay flat
     flat = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
     assert flat <= HELPERS | {"saved", "_sklearn_checks"}, flat - HELPERS
+
+
+def test_every_package_file_is_tracked_by_git():
+    """A source file that ``.gitignore`` hides works here and is missing from every clone.
+
+    ``data/`` once hid ``dgpbench/data/__init__.py``: imports still worked (a namespace
+    package), but the clean clone's documentation build could not find the package.
+    """
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    sources = [str(p.relative_to(root)) for p in (root / "dgpbench").rglob("*.py")]
+    listed = subprocess.run(
+        ["git", "ls-files", "--", "dgpbench"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", *sources], cwd=root, capture_output=True, text=True
+    ).stdout.split()
+    assert ignored == [], f"ignored by .gitignore: {ignored}"
+    assert set(sources) <= set(listed), f"not tracked: {sorted(set(sources) - set(listed))}"
