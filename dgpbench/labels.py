@@ -25,6 +25,7 @@ METHOD_LABELS: dict[str, str] = {
     "magdiff": "MAGDiff",
     "magdiff_signed": "MAGDiff (signed)",
     "dgp_nonorm": "DGP (- norm)",
+    "dgp_unsorted": "DGP (- sort)",
     "dgp": "DGP",
     # "Failing loudly"'s representations and the DGP authors' approximation
     "noredu": "NoRed",

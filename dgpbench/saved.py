@@ -667,6 +667,10 @@ def _spec_class(spec: Any, role: str) -> str:
     return name
 
 
+#: Parameters added after FORMAT's release, by registry name: their value for older files.
+_ADDED_PARAMS: dict[str, dict[str, Any]] = {"DGPFeatures": {"sort": True}}
+
+
 def _build(spec: Any, role: str, store: Any, used: set[str], network: Any, model: Any) -> Any:
     """Rebuild one estimator from its JSON spec: registry class, checked parameters, state."""
     name = _spec_class(spec, role)
@@ -675,6 +679,9 @@ def _build(spec: Any, role: str, store: Any, used: set[str], network: Any, model
     if not isinstance(params, dict) or not all(_json_value(v) for v in params.values()):
         raise _Invalid(f"{role}: params must be an object of JSON numbers, strings and lists")
     est = cls()
+    # Files written before a parameter existed lack it: it takes the value that was the
+    # only behaviour then (and is its default).
+    params = {**_ADDED_PARAMS.get(name, {}), **params}
     expected = set(est.get_params(deep=False)) - {"model"}
     if set(params) != expected:
         raise _Invalid(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import tracemalloc
 
@@ -11,8 +12,10 @@ import pytest
 import torch
 from test_topology_oracles import (
     dgp_reference,
+    dgp_unsorted_reference,
     explicit_graphs,
     kruskal_mst,
+    prim_by_node,
     standardize_ref,
     summary_algorithm1,
     tu_reference,
@@ -25,6 +28,7 @@ from dgpbench.topology import (
     mst_weights,
     tu_representation,
 )
+from dgpbench.topology._kernels import _mst_by_node
 from dgpbench.topology._threads import numba_threads, resolve_n_jobs
 from dgpbench.topology.graphs import MLPGraph
 
@@ -100,6 +104,66 @@ def test_dgp_matches_explicit_graphs(case, standardize, normalize):
             assert np.array_equal(got[q], ref.astype(np.float32)), q
     if normalize:
         assert got.max() <= 1.0
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_dgp_unsorted_matches_prim_in_node_order(case, standardize, normalize):
+    """sort=False: per node, the weight of the edge that attached it (Prim from input 0)."""
+    graph, X, graphs = case
+    got = dgp_representation(
+        graph, X, standardize=standardize, normalize=normalize, sort=False, batch_size=5
+    )
+    assert got.shape == (X.shape[0], graph.n_inputs + graph.n_outputs - 1)
+    assert got.dtype == np.float32
+    for q, sample in enumerate(graphs):
+        ref = dgp_unsorted_reference(sample, standardize, normalize)
+        if standardize:
+            np.testing.assert_allclose(got[q], ref, rtol=2e-5, atol=1e-6)
+        else:  # the same float32 entries and the same tie-breaking: bit-identical
+            assert np.array_equal(got[q], ref), q
+    # the same tree as the sorted representation: its weights, sorted, bit for bit
+    ordered = dgp_representation(graph, X, standardize=standardize, normalize=normalize)
+    assert np.array_equal(np.sort(got, axis=1)[:, ::-1], ordered)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mst_by_node_kernel_breaks_ties_like_the_oracle(seed):
+    """Small integer matrices (many ties, whole rows equal): the kernel's node order is the
+    plain Prim's, lowest node number first among equal keys."""
+    rng = np.random.default_rng(seed)
+    n, m = rng.integers(1, 300, size=2)  # beyond one key block (128) on either side
+    W = rng.integers(0, 3, size=(n, m)).astype(np.float32)
+    W[rng.random(n) < 0.3] = 1.0
+    out = np.empty(n + m - 1, dtype=np.float32)
+    _mst_by_node(np.ones(n, np.float32), W, np.ascontiguousarray(W.T), 0.0, 1.0, out)
+    assert np.array_equal(out, prim_by_node(W))
+
+
+def test_unsorted_dgp_sees_a_relabelling_of_the_pixels():
+    """Permuting the input pixels together with the first layer's weights computes the same
+    function: the sorted DGP stays (up to the forward pass's rounding), the node-ordered one
+    moves with the pixels (only its multiset of weights stays)."""
+    torch.manual_seed(3)
+    module = nn.Sequential(nn.Linear(12, 9), nn.ReLU(), nn.Linear(9, 7), nn.ReLU(), nn.Linear(7, 4))
+    perm = np.random.default_rng(1).permutation(12)
+    permuted = copy.deepcopy(module)
+    with torch.no_grad():
+        permuted[0].weight.copy_(module[0].weight[:, torch.from_numpy(perm)])
+    X = np.random.default_rng(2).random((10, 12)).astype(np.float32)
+    for standardize in (False, True):
+        a, b = (
+            dgp_representation(net, x, standardize=standardize, sort=False)
+            for net, x in ((module, X), (permuted, X[:, perm]))
+        )
+        assert not np.allclose(a, b, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(np.sort(a, 1), np.sort(b, 1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            dgp_representation(module, X, standardize=standardize),
+            dgp_representation(permuted, X[:, perm], standardize=standardize),
+            rtol=1e-5,
+            atol=1e-6,
+        )
 
 
 def test_magdiff_matches_explicit_graphs(case):

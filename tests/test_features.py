@@ -128,12 +128,33 @@ def test_signed_magdiff_distances_equal_absolute_ones_only_for_relu(activation, 
     assert make_features("magdiff", model).signed is False
 
 
+def test_unsorted_dgp_features_are_the_sorted_ones_in_node_order(digits_model):
+    """DGPFeatures(sort=False): the raw rows are dgp_representation(sort=False), the same
+    multiset of tree weights as the default's, and its distances differ from the default's."""
+    x, y = digits_model["train"]
+    model = digits_model["model"]
+    unsorted = DGPFeatures(model, sort=False, representation="raw").fit(x[:100], y[:100])
+    raw = unsorted.transform(x[100:130])
+    graph = unsorted.graph_
+    np.testing.assert_array_equal(
+        raw, dgp_representation(graph, x[100:130].reshape(30, -1), sort=False)
+    )
+    ordered = DGPFeatures(model, representation="raw").fit(x[:100], y[:100]).transform(x[100:130])
+    np.testing.assert_array_equal(np.sort(raw, axis=1)[:, ::-1], ordered)
+    assert not np.array_equal(raw, ordered)
+    dist = DGPFeatures(model, sort=False).fit(x[:100], y[:100]).transform(x[100:130])
+    assert dist.shape == (30, 10)
+    assert not np.allclose(dist, DGPFeatures(model).fit(x[:100], y[:100]).transform(x[100:130]))
+
+
 def test_make_features_registry(digits_model):
     assert set(METHODS) == {
         "softmax", "tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm",
-        "noredu", "pca", "srp", "uae", "tae", "bbsds", "bbsdh", "dgp_approx",
+        "dgp_unsorted", "noredu", "pca", "srp", "uae", "tae", "bbsds", "bbsdh", "dgp_approx",
     }  # fmt: skip
     assert make_features("dgp_nonorm", digits_model["model"]).standardize is False
+    unsorted = make_features("dgp_unsorted", digits_model["model"])
+    assert unsorted.sort is False and unsorted.standardize is True
     assert make_features("tu_norm", digits_model["model"]).standardize is True
     with pytest.raises(ValueError, match="unknown method"):
         make_features("persistence", digits_model["model"])

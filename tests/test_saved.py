@@ -43,7 +43,7 @@ def _fit(method: str, model, data, correction="bonferroni") -> FittedDetector:
     return FittedDetector(feats, det, {"method": method})
 
 
-@pytest.mark.parametrize("method", ["softmax", "tu_norm", "magdiff_signed", "dgp"])
+@pytest.mark.parametrize("method", ["softmax", "tu_norm", "magdiff_signed", "dgp", "dgp_unsorted"])
 def test_round_trip_same_result(tmp_path: Path, checkpoint: Path, data, method: str) -> None:
     fitted = _fit(method, str(checkpoint), data, correction="fdr")
     save_detector(tmp_path / "det.npz", fitted)
@@ -67,6 +67,25 @@ def test_file_is_npz_without_pickle(tmp_path: Path, checkpoint: Path, data) -> N
     assert meta["model"]["reference"] == str(checkpoint.resolve())
     assert meta["features"]["class"] == "DGPFeatures"
     assert meta["detector"]["params"] == {"alpha": 0.1, "correction": "bonferroni"}
+
+
+def test_file_from_before_dgp_sort_loads_sorted(tmp_path: Path, checkpoint: Path, data) -> None:
+    """DGPFeatures files written before ``sort`` existed lack it: they load as sorted (the
+    only behaviour then), with the same decisions."""
+    path = tmp_path / "det.npz"
+    fitted = _fit("dgp", str(checkpoint), data)
+    save_detector(path, fitted)
+    with np.load(path) as store:
+        arrays = {k: store[k] for k in store.files}
+    meta = json.loads(str(arrays["__meta__"]))
+    del meta["features"]["params"]["sort"]
+    arrays["__meta__"] = np.array(json.dumps(meta))
+    np.savez(path, **arrays)
+    loaded = load_detector(path)
+    assert loaded.features.sort is True
+    np.testing.assert_array_equal(
+        loaded.test(data["batch"]).p_val, fitted.test(data["batch"]).p_val
+    )
 
 
 def test_changed_weights_refused(tmp_path: Path, checkpoint: Path, data) -> None:

@@ -53,6 +53,7 @@ ESTIMATORS = [
     KSShiftDetector(alpha=0.1, correction=None),
     DGPFeatures(_mlp()),
     DGPFeatures(_mlp(), standardize=False, representation="raw"),
+    DGPFeatures(_mlp(), sort=False, representation="raw"),
     TUFeatures(_mlp()),
     TUFeatures(_mlp(), standardize=True, representation="raw"),
     MAGDiffFeatures(_mlp()),

@@ -53,6 +53,30 @@ def networkx_mst(W: np.ndarray) -> np.ndarray:
     return np.array(sorted((d["weight"] for _, _, d in T.edges(data=True)), reverse=True))
 
 
+def prim_by_node(W: np.ndarray) -> np.ndarray:
+    """Maximum spanning tree weights in node order, by a plain O(N^2) Prim from node 0.
+
+    Nodes are the rows ``0..n-1`` of ``W`` then its columns ``n..n+m-1``; entry ``v - 1``
+    of the result is the weight of the tree edge that attached node ``v``. Among equal keys
+    the lowest node number joins first (``np.argmax`` takes the first maximum).
+    """
+    W = np.asarray(W)
+    n, m = W.shape
+    adj = np.full((n + m, n + m), -np.inf, dtype=W.dtype)
+    adj[:n, n:] = W
+    adj[n:, :n] = W.T
+    key = adj[0].copy()
+    in_tree = np.zeros(n + m, dtype=bool)
+    in_tree[0] = True
+    out = np.empty(n + m - 1, dtype=W.dtype)
+    for _ in range(n + m - 1):
+        v = int(np.argmax(np.where(in_tree, -np.inf, key)))
+        out[v - 1] = key[v]
+        in_tree[v] = True
+        key = np.maximum(key, adj[v])
+    return out
+
+
 def summary_bruteforce(layers: list[np.ndarray]) -> np.ndarray:
     """S[i, k] = max over all paths i -> ... -> k of the minimum edge weight (exhaustive)."""
     sizes = [layers[0].shape[0]] + [w.shape[1] for w in layers]
@@ -102,6 +126,23 @@ def tu_reference(graphs: list[np.ndarray], standardize: bool, ddof: int = 0) -> 
     ]
 
 
+def dgp_unsorted_reference(graphs: list[np.ndarray], standardize: bool, normalize: bool):
+    """Standardise, abs, Algorithm 1, Prim in node order, divide by the global max.
+
+    Dividing after the tree (as the kernel does) keeps ties exactly as the kernel sees them:
+    rounding the division could make two distinct weights equal and change the order.
+    """
+    if standardize:
+        mats = [np.abs(standardize_ref(G)) for G in graphs]
+    else:
+        mats = [np.abs(G) for G in graphs]  # float32, exactly as the kernels see them
+    out = prim_by_node(summary_algorithm1(mats))
+    top = max(float(m.max()) for m in mats)
+    if normalize and top > 0:
+        out = out / out.dtype.type(top)
+    return out
+
+
 def dgp_reference(graphs: list[np.ndarray], standardize: bool, normalize: bool) -> np.ndarray:
     """Standardise, abs, divide by the global max, Algorithm 1, Kruskal."""
     if standardize:
@@ -116,6 +157,19 @@ def dgp_reference(graphs: list[np.ndarray], standardize: bool, normalize: bool) 
 
 
 # -- the oracles agree with each other -------------------------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+def test_prim_by_node_is_a_maximum_spanning_tree_in_node_order(seed):
+    rng = np.random.default_rng(seed)
+    n, m = rng.integers(1, 7, size=2)
+    W = rng.integers(0, 4, size=(n, m)).astype(float)  # small integers: many ties
+    got = prim_by_node(W)
+    np.testing.assert_array_equal(np.sort(got)[::-1], kruskal_mst(W))
+    # every column node attaches through one of its own edges, and so does every row but 0
+    for v in range(1, n + m):
+        edges = W[v] if v < n else W[:, v - n]
+        assert got[v - 1] in edges
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_kruskal_matches_networkx(seed):
     rng = np.random.default_rng(seed)

@@ -77,8 +77,8 @@ def forward_pass_args(p: argparse.ArgumentParser, *, device: bool = True) -> Non
 
 
 METHOD_HELP = (
-    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, noredu, pca, srp, uae, "
-    "tae, bbsds, bbsdh, dgp_approx, or a custom transformer "
+    "softmax, tu, tu_norm, magdiff, magdiff_signed, dgp, dgp_nonorm, dgp_unsorted, noredu, "
+    "pca, srp, uae, tae, bbsds, bbsdh, dgp_approx, or a custom transformer "
     "'package.module:ClassName' (importing it runs its code)"
 )
 

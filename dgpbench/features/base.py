@@ -509,6 +509,10 @@ class _SummaryFeatures(_MLPFeatures):
         "normalize": ["boolean"],
     }
 
+    def _summary_options(self) -> dict[str, Any]:
+        """Options of ``_summary`` beyond the shared ones (a subclass's own parameters)."""
+        return {}
+
     def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
         return [
             self._summary(
@@ -519,5 +523,6 @@ class _SummaryFeatures(_MLPFeatures):
                 batch_size=self.batch_size,
                 n_jobs=self.n_jobs,
                 progress=self.progress,
+                **self._summary_options(),
             )
         ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from dgpbench.features.base import _SummaryFeatures
 from dgpbench.topology import dgp_representation
@@ -19,6 +19,15 @@ class DGPFeatures(_SummaryFeatures):
     input-by-output matrix S(x) of max-min path values (Algorithm 1), and reduced to the
     sorted weights of the maximum spanning tree of S(x).
 
+    The ablation "DGP (- sort)" (``sort=False``) keeps the same tree but reports its weights
+    in a canonical node order instead of sorting them, so that the vector keeps *where* each
+    weight sits: number the nodes of S(x)'s bipartite graph inputs ``0..n_inputs-1``, then
+    outputs ``n_inputs..n_inputs+n_outputs-1``; Prim's algorithm started from node 0
+    attaches every other node ``v`` by exactly one tree edge, and raw feature ``v - 1`` is
+    that edge's weight, for ``v = 1..n_inputs+n_outputs-1`` in node order. Among equal keys
+    Prim takes the lowest node number first, so the vector is deterministic; sorted, it is
+    the default representation (same tree, same multiset of weights).
+
     Parameters
     ----------
     model : torch.nn.Sequential or path-like
@@ -31,6 +40,10 @@ class DGPFeatures(_SummaryFeatures):
         its standard deviation). ``False`` is the ablation "DGP (- norm)".
     normalize : bool, default=True
         Divide by the sample's global maximum (the paper's normalisation to [0, 1]).
+    sort : bool, default=True
+        Sort the spanning-tree weights (the paper's DGP). ``False`` gives them in node order
+        (see above): the ablation "DGP (- sort)", which is not invariant to a relabelling of
+        the pixels.
     representation : {"distances", "raw"}, default="distances"
         Return distances to the class means of the reference images, or the raw MST weights.
     head : sequence of str, optional
@@ -89,6 +102,10 @@ class DGPFeatures(_SummaryFeatures):
 
     _prefix = "dgp"
     _summary = staticmethod(dgp_representation)
+    _parameter_constraints: ClassVar[dict] = {
+        **_SummaryFeatures._parameter_constraints,
+        "sort": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -96,6 +113,7 @@ class DGPFeatures(_SummaryFeatures):
         *,
         standardize: bool = True,
         normalize: bool = True,
+        sort: bool = True,
         representation: str = "distances",
         head: Sequence[str] | None = None,
         batch_size: int = 256,
@@ -114,3 +132,7 @@ class DGPFeatures(_SummaryFeatures):
         self.head = head
         self.standardize = standardize
         self.normalize = normalize
+        self.sort = sort
+
+    def _summary_options(self) -> dict[str, Any]:
+        return {"sort": self.sort}

@@ -32,6 +32,7 @@ METHODS: dict[str, tuple[type[_MLPFeatures], dict[str, Any], str]] = {
         ("magdiff", MAGDiffFeatures, {"signed": False}),
         ("magdiff_signed", MAGDiffFeatures, {"signed": True}),
         ("dgp_nonorm", DGPFeatures, {"standardize": False}),
+        ("dgp_unsorted", DGPFeatures, {"sort": False}),
         ("dgp", DGPFeatures, {"standardize": True}),
     )
 }

@@ -66,7 +66,7 @@ def _find_in_block(keys_int, b, value):
 
 
 @njit(cache=True, nogil=True)
-def _prim_mst(c, R, RT, mu, s, skip_zero_rows, out):
+def _prim_mst(c, R, RT, mu, s, skip_zero_rows, by_node, out):
     """Maximum spanning tree weights of a complete bipartite graph by dense Prim.
 
     Rows of ``R`` (n, m) are the A-vertices, columns the B-vertices, and edge ``(i, j)``
@@ -75,6 +75,11 @@ def _prim_mst(c, R, RT, mu, s, skip_zero_rows, out):
     memory. Writes the tree weights, in the order Prim finds them (not sorted), into
     ``out`` and returns their number, ``n + m - 1``.
 
+    With ``by_node`` (valid only without ``skip_zero_rows``, so that Prim starts from node 0),
+    the weights go in node order instead: nodes are numbered A-vertices ``0..n-1`` then
+    B-vertices ``n..n+m-1``, and the key with which node ``v >= 1`` joined -- the weight of
+    the tree edge that attached it -- goes to ``out[v - 1]``.
+
     With ``skip_zero_rows`` (valid only when ``mu == 0``), rows with ``c[i] == 0`` -- all-zero
     rows of the graph -- are left out and the tree of the remaining graph is returned
     (``n_active + m - 1`` weights; 0 if no row is active). Each left-out row adds exactly
@@ -82,8 +87,10 @@ def _prim_mst(c, R, RT, mu, s, skip_zero_rows, out):
     the graph is already connected. The caller pads with zeros.
 
     Prim from the first active A-vertex: ``key[v]`` is the heaviest edge from the tree to
-    ``v``; the heaviest key joins next and its key is a tree weight. Ties may join in any
-    order: every maximum spanning tree has the same multiset of weights.
+    ``v``; the heaviest key joins next and its key is a tree weight. Among equal keys the
+    lowest node number joins first (A-vertices before B-vertices, then by index), which
+    makes ``by_node`` deterministic; the sorted weights do not depend on it, as every
+    maximum spanning tree has the same multiset of weights.
     """
     n = R.shape[0]
     m = R.shape[1]
@@ -140,7 +147,7 @@ def _prim_mst(c, R, RT, mu, s, skip_zero_rows, out):
                 side = 1
         if side == 0:
             v = _find_in_block(ki_a, bb, best)
-            out[step] = key_a[v]
+            out[v - 1 if by_node else step] = key_a[v]
             key_a[v] = ninf
             pen_a[v] = ninf
             _block_max(ki_a[bb * BLOCK : (bb + 1) * BLOCK], blk_a[bb : bb + 1])
@@ -152,7 +159,7 @@ def _prim_mst(c, R, RT, mu, s, skip_zero_rows, out):
             _block_max(ki_b, blk_b)
         else:
             v = _find_in_block(ki_b, bb, best)
-            out[step] = key_b[v]
+            out[n + v - 1 if by_node else step] = key_b[v]
             key_b[v] = ninf
             pen_b[v] = ninf
             _block_max(ki_b[bb * BLOCK : (bb + 1) * BLOCK], blk_b[bb : bb + 1])
@@ -169,12 +176,18 @@ def _mst_sorted(c, R, RT, mu, s, skip_zero_rows, out):
     """Sorted (descending) MST weights of the full n x m graph into ``out`` (n + m - 1)."""
     total = R.shape[0] + R.shape[1] - 1
     tmp = np.zeros(total, dtype=out.dtype)  # left-out zero rows contribute zeros
-    found = _prim_mst(c, R, RT, mu, s, skip_zero_rows, tmp)
+    found = _prim_mst(c, R, RT, mu, s, skip_zero_rows, False, tmp)
     head = np.sort(tmp[:found])
     for t in range(found):
         out[t] = head[found - 1 - t]
     for t in range(found, total):
         out[t] = 0
+
+
+@njit(cache=True, nogil=True)
+def _mst_by_node(c, R, RT, mu, s, out):
+    """MST weights of the full n x m graph in node order (n + m - 1; see ``_prim_mst``)."""
+    _prim_mst(c, R, RT, mu, s, False, True, out)
 
 
 @njit(cache=True, nogil=True)
@@ -317,33 +330,58 @@ def _global_max(a, a_off, wmax, wmin, mu, s):
     return best
 
 
+@njit(cache=True, nogil=True)
+def _dgp_one(a, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, sort, res):
+    """DGP raw representation of one sample: the MST weights of S(x) into ``res``.
+
+    Sorted in descending order, or with ``sort=False`` in node order (``_mst_by_node``):
+    ``res[v - 1]`` is the weight of the edge that attached node ``v`` (inputs ``0..n0-1``,
+    then outputs) when Prim starts from input 0. With ``scale_by_max`` the tree weights are
+    divided by the sample's largest graph weight at the end: scaling by a positive constant
+    commutes with the max/min of S and with the MST (both only compare), and correctly
+    rounded division is monotone, so this equals scaling the graphs first.
+    """
+    n0 = sizes[0]
+    n_out = sizes[sizes.shape[0] - 1]
+    total = n0 + n_out - 1
+    st = np.empty((n_out, n0), dtype=a.dtype)
+    _summary_t(a, a_off, WT, w_off, sizes, mu, s, st)
+    sm = np.ascontiguousarray(st.T)
+    c = np.ones(n0, dtype=a.dtype)
+    zero = a.dtype.type(0)
+    one = a.dtype.type(1)
+    if sort:
+        _mst_sorted(c, sm, st, zero, one, False, res)
+    else:
+        _mst_by_node(c, sm, st, zero, one, res)
+    if scale_by_max:
+        gmax = _global_max(a, a_off, wmax, wmin, mu, s)
+        if gmax > 0:  # all-zero graphs stay zero
+            g = a.dtype.type(gmax)
+            for t in range(total):
+                res[t] = res[t] / g
+
+
 @njit(cache=True, parallel=True)
 def _dgp_batch(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out):
     """DGP raw representation of a batch: sorted MST weights of S(x) per sample.
 
     ``A`` (N, sum n_l) concatenates the layer inputs; ``mu``, ``s`` (N, L) are the
-    per-sample, per-layer standardisation (0 and 1 to skip it). With ``scale_by_max`` the
-    tree weights are divided by the sample's largest graph weight at the end: scaling by a
-    positive constant commutes with the max/min of S and with the MST (both only compare),
-    and correctly rounded division is monotone, so this equals scaling the graphs first.
+    per-sample, per-layer standardisation (0 and 1 to skip it); see ``_dgp_one``.
     """
-    n0 = sizes[0]
-    n_out = sizes[sizes.shape[0] - 1]
-    total = n0 + n_out - 1
     for q in prange(A.shape[0]):
-        a = A[q]
-        st = np.empty((n_out, n0), dtype=A.dtype)
-        _summary_t(a, a_off, WT, w_off, sizes, mu[q], s[q], st)
-        sm = np.ascontiguousarray(st.T)
-        c = np.ones(n0, dtype=A.dtype)
-        res = out[q]
-        _mst_sorted(c, sm, st, A.dtype.type(0), A.dtype.type(1), False, res)
-        if scale_by_max:
-            gmax = _global_max(a, a_off, wmax, wmin, mu[q], s[q])
-            if gmax > 0:  # all-zero graphs stay zero
-                g = A.dtype.type(gmax)
-                for t in range(total):
-                    res[t] = res[t] / g
+        _dgp_one(A[q], a_off, WT, w_off, sizes, wmax, wmin, mu[q], s[q], scale_by_max, True, out[q])
+
+
+@njit(cache=True, parallel=True)
+def _dgp_batch_unsorted(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out):
+    """``_dgp_batch`` with the MST weights of S(x) in node order, not sorted (the ablation
+    "DGP (- sort)"): a separate entry point keeps ``_dgp_batch``'s signature, which
+    ``dgpbench.topology.activation._summary_rows`` shares with ``dgp_approx``."""
+    for q in prange(A.shape[0]):
+        _dgp_one(
+            A[q], a_off, WT, w_off, sizes, wmax, wmin, mu[q], s[q], scale_by_max, False, out[q]
+        )
 
 
 @njit(cache=True, parallel=True)

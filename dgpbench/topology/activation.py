@@ -25,7 +25,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
-from dgpbench.topology._kernels import _dgp_batch, _tu_batch
+from dgpbench.topology._kernels import _dgp_batch, _dgp_batch_unsorted, _tu_batch
 from dgpbench.topology._threads import numba_threads
 from dgpbench.topology.dgp import STD_EPS
 from dgpbench.topology.graphs import MLPGraph
@@ -265,6 +265,7 @@ def dgp_representation(
     *,
     standardize: bool = True,
     normalize: bool = True,
+    sort: bool = True,
     ddof: int = 1,
     batch_size: int = 256,
     n_jobs: int | None = None,
@@ -276,7 +277,15 @@ def dgp_representation(
     divide by the sample's largest value over all layers (optional), build the summary
     matrix ``S(x)`` (max-min paths from inputs to outputs, Algorithm 1) and return the
     ``n_inputs + n_outputs - 1`` MST weights of ``S(x)`` in descending order
-    (Definitions 5.2-5.3 of the paper).
+    (Definitions 5.2-5.3 of the paper), or in node order (``sort=False``).
+
+    **Node order** (the ablation "DGP (- sort)"). The nodes of the bipartite graph of
+    ``S(x)`` are numbered inputs ``0..n_inputs-1``, then outputs
+    ``n_inputs..n_inputs+n_outputs-1``. Prim's algorithm started from node 0 attaches every
+    other node ``v`` to the tree by exactly one tree edge; column ``v - 1`` of the result is
+    that edge's weight, for ``v = 1..n_inputs+n_outputs-1``. Among equal keys Prim takes the
+    lowest node number first, so the result is deterministic. Its sorted rows are the
+    default (sorted) rows: the same tree, so the same multiset of weights.
 
     Parameters
     ----------
@@ -289,6 +298,10 @@ def dgp_representation(
         unbiased std; False gives "DGP (- norm)".
     normalize : bool, default=True
         Divide by the sample's global maximum (a sample whose graphs are all zero stays 0).
+    sort : bool, default=True
+        Sort the tree weights in descending order (the paper's DGP, invariant to a
+        relabelling of the nodes); False gives them in node order (see above), which keeps
+        which pixel and which class each weight belongs to.
     ddof : {0, 1}, default=1
         Delta degrees of freedom of the standardisation's ``std``: 1 (torch's unbiased
         ``std()``) as in the authors' DGP.
@@ -317,7 +330,7 @@ def dgp_representation(
     ddof = _check_ddof(ddof)
     log.debug("DGP representation of %d samples, layers %s", X.shape[0], graph.layer_sizes)
     return _summary_rows(
-        _dgp_batch,
+        _dgp_batch if sort else _dgp_batch_unsorted,
         graph,
         X,
         graph.n_inputs + graph.n_outputs - 1,
