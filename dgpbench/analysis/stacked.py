@@ -9,7 +9,8 @@ seed, the same files: ``model.pt``, ``metrics.csv``, ``split.npz`` and ``curves.
 At every evaluation, :class:`StackedCurveRecorder` computes the criteria of all seeds
 together: NP and DGP through one call of the compiled kernel of
 :func:`dgpbench.topology.stacked.stacked_persistence`, the variance vectorised over the
-stack, the test accuracy with one batched forward pass. A stacked seed's curves equal its
+stack, the test accuracy with batched forward passes (256 images for all seeds at a time on
+the CPU, activations in place). A stacked seed's curves equal its
 single run's to float tolerance (the training itself does; see :mod:`dgpbench.models.stacked`).
 
 Batch-norm and dropout models (the regulariser comparison, ``--batchnorm`` / ``--dropout``)
