@@ -10,10 +10,15 @@ times each part by wrapping the functions that do it:
 * ``criteria``: NP, variance and DGP of all seeds (``stacked_criteria``);
 * ``test``: the test accuracy of all seeds;
 * ``io``: ``metrics.csv``, checkpoints, ``split.npz`` and ``curves.csv``;
+* ``setup``: the validation split, the seeds' initial networks and their stack (once per
+  job: counted once, not spread over the short run's steps);
 * ``training``: the rest (batches, forward, backward, Adam).
 
 and projects the whole job (``epochs x 1,719`` steps, ``epochs x 4`` evaluations, one more
-validation at epoch 0) from the per-step and per-evaluation costs. Times are CPU times of
+validation at epoch 0, one setup) from the per-step and per-evaluation costs.
+``--today`` runs today's code as it was before issue 30, item 4: freed gradients go back to
+the system, and the evaluations take one forward pass per 4,096 validation and 1,024 test
+images with out-of-place activations under ``no_grad``. Times are CPU times of
 the process (``time.process_time``, all threads), so other jobs on a shared machine count
 little; wall times are printed beside them.
 
@@ -45,6 +50,44 @@ from dgpbench.models.train import ArchConfig, analysis_config
 from dgpbench.topology._threads import numba_threads
 
 STEPS_PER_EPOCH, EVALS_PER_EPOCH, N_VAL, N_TEST = 1719, 4, 5000, 10000
+
+
+def _today_evaluate_stacked(model, x, y):  # as before issue 30, item 4
+    import torch
+
+    n = len(x)
+    if n == 0:
+        return [(float("nan"), float("nan"))] * model.n_models
+    loss_sum = torch.zeros(model.n_models, dtype=torch.float64, device=x.device)
+    correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
+    with torch.no_grad():
+        for start in range(0, n, mstacked._EVAL_CHUNK):
+            logits = model(x[start : start + mstacked._EVAL_CHUNK])
+            target = y[start : start + mstacked._EVAL_CHUNK].expand(model.n_models, -1)
+            loss_sum += mstacked._cross_entropy(logits, target).sum(1)
+            correct += (logits.argmax(-1) == target).sum(1)
+    return [(s / n, c / n) for s, c in zip(loss_sum.tolist(), correct.tolist(), strict=True)]
+
+
+def _today_stacked_accuracy(model, x, y):  # as before issue 30, item 4
+    import torch
+
+    correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
+    with torch.no_grad():
+        for start in range(0, len(x), 1024):
+            logits = model(x[start : start + 1024])
+            correct += (logits.argmax(-1) == y[start : start + 1024]).sum(1)
+    return correct.cpu().numpy() / len(x)
+
+
+def use_todays_code() -> None:
+    """Switch the job back to its code before issue 30, item 4 (for the same-run ratio)."""
+    import torch
+
+    mstacked._retained_heap = contextlib.nullcontext
+    mstacked._evaluate_stacked = _today_evaluate_stacked
+    an_stacked._stacked_accuracy = _today_stacked_accuracy
+    mstacked._ACTIVATE_IN_PLACE = {torch.nn.ReLU: torch.relu, torch.nn.Tanh: torch.tanh}
 
 
 class Timers:
@@ -132,6 +175,8 @@ def profile(hidden: int, layers: int, seeds: int, steps: int, evaluations: int, 
     for attr in ("_write_metrics", "save_checkpoint", "_write_split"):
         timers.wrap(mstacked, attr, "io")
     timers.wrap(an_stacked, "write_csv", "io")
+    for attr in ("_training_data", "_seed_model", "StackedMLP"):
+        timers.wrap(mstacked, attr, "setup")
     with tempfile.TemporaryDirectory() as tmp, numba_threads(threads):
         an_stacked.train_analysis_seeds(  # warm-up: numba compilation, allocator
             x[:2000], y[:2000], arch, config, [0, 1], [Path(tmp, "w0"), Path(tmp, "w1")],
@@ -145,7 +190,7 @@ def profile(hidden: int, layers: int, seeds: int, steps: int, evaluations: int, 
             dataset="mnist", x_test=xt, y_test=yt,
         )  # fmt: skip
         total_cpu, total_wall = time.process_time() - c, time.perf_counter() - w
-    parts = ("validation", "criteria", "test", "io")
+    parts = ("validation", "criteria", "test", "io", "setup")
     train_cpu = total_cpu - sum(timers.cpu.get(p, 0.0) for p in parts)
     train_wall = total_wall - sum(timers.wall.get(p, 0.0) for p in parts)
     n_val_calls = timers.calls["validation"]  # evaluations + the one at epoch 0
@@ -160,6 +205,7 @@ def profile(hidden: int, layers: int, seeds: int, steps: int, evaluations: int, 
         "criteria": per_eval["criteria"] * n_evals,
         "test": per_eval["test"] * n_evals,
         "io": timers.cpu.get("io", 0.0) / max(n_val_calls, 1) * (n_evals + 1),
+        "setup": timers.cpu.get("setup", 0.0),  # once per job (55,000 images: a little more)
     }
     return {
         "arch": arch,
@@ -190,16 +236,17 @@ def main() -> None:
     p.add_argument(
         "--today",
         action="store_true",
-        help="as before issue 30: no retained heap (freed gradients go back to the system)",
+        help="today's code as before issue 30, item 4: no retained heap (freed gradients go "
+        "back to the system), evaluations in passes of 4,096 / 1,024 images, out of place",
     )
     a = p.parse_args()
     if a.today:
-        mstacked._retained_heap = contextlib.nullcontext
+        use_todays_code()
     r = profile(a.hidden, a.layers, a.seeds, a.steps, a.evaluations, a.threads)
     print(("today's code: " if a.today else "") + f"{r['arch']} x {r['seeds']} seeds, {r['steps']} steps, {a.evaluations} evaluations, "
           f"{r['threads']} threads: {r['total_cpu']:.1f} CPU s ({r['total_wall']:.1f} s wall)")  # fmt: skip
     print(f"  training: {r['training_cpu']:.2f} CPU s, {1e3 * r['step_cpu']:.1f} CPU ms per step")
-    for part in ("validation", "criteria", "test", "io"):
+    for part in ("validation", "criteria", "test", "io", "setup"):
         print(f"  {part}: {r['cpu'].get(part, 0):.2f} CPU s in {r['calls'].get(part, 0)} calls")
     proj = r["projected_cpu"]
     total = sum(proj.values())

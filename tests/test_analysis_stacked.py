@@ -198,14 +198,55 @@ def test_stacked_regulariser_models_equal_single_runs(tmp_path, option):
     assert not np.allclose(w[0].numpy(), w[1].numpy())
 
 
-def test_retained_heap_changes_no_number(tmp_path, monkeypatch):
-    """Issue 30, item 4: the job keeps freed gradients in the process (glibc's mallopt);
-    every file it writes is bit-identical to a run without (today's allocation)."""
-    import contextlib
-
+# Today's code before issue 30, item 4 (the evaluations as they were): the oracle of the
+# speed-ups, which must change no number.
+def _today_evaluate_stacked(model, x, y):
     import dgpbench.models.stacked as mstacked
 
-    argv = [*ARCHS["relu-l3-h8"], "--seeds", *SEEDS]
+    n = len(x)
+    if n == 0:
+        return [(float("nan"), float("nan"))] * model.n_models
+    loss_sum = torch.zeros(model.n_models, dtype=torch.float64, device=x.device)
+    correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
+    with torch.no_grad():
+        for start in range(0, n, mstacked._EVAL_CHUNK):
+            logits = model(x[start : start + mstacked._EVAL_CHUNK])
+            target = y[start : start + mstacked._EVAL_CHUNK].expand(model.n_models, -1)
+            loss_sum += mstacked._cross_entropy(logits, target).sum(1)
+            correct += (logits.argmax(-1) == target).sum(1)
+    return [(s / n, c / n) for s, c in zip(loss_sum.tolist(), correct.tolist(), strict=True)]
+
+
+def _today_stacked_accuracy(model, x, y):
+    correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
+    with torch.no_grad():
+        for start in range(0, len(x), 1024):
+            logits = model(x[start : start + 1024])
+            correct += (logits.argmax(-1) == y[start : start + 1024]).sum(1)
+    return correct.cpu().numpy() / len(x)
+
+
+def _use_todays_code(monkeypatch):
+    import contextlib
+
+    import dgpbench.analysis.stacked as an_stacked
+    import dgpbench.models.stacked as mstacked
+
+    monkeypatch.setattr(mstacked, "_retained_heap", contextlib.nullcontext)
+    monkeypatch.setattr(mstacked, "_evaluate_stacked", _today_evaluate_stacked)
+    monkeypatch.setattr(an_stacked, "_stacked_accuracy", _today_stacked_accuracy)
+    out_of_place = {torch.nn.ReLU: torch.relu, torch.nn.Tanh: torch.tanh}
+    monkeypatch.setattr(mstacked, "_ACTIVATE_IN_PLACE", out_of_place)
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_speed_ups_change_no_number(tmp_path, monkeypatch, activation):
+    """Issue 30, item 4: the job keeps freed gradients in the process (glibc's mallopt) and
+    evaluates in small in-place chunks; every file it writes equals today's code's: the
+    training bit for bit, the evaluations to float rounding (a product's rows can round
+    differently in another chunk size; the digits' 539 test images take three forward
+    passes of 256)."""
+    argv = [*ARCHS["relu-l3-h8"], "--activation", activation, "--seeds", *SEEDS]
 
     def run(root):
         outs = [root / f"s{s}" for s in SEEDS]
@@ -213,15 +254,60 @@ def test_retained_heap_changes_no_number(tmp_path, monkeypatch):
         return outs
 
     fast = run(tmp_path / "fast")
-    monkeypatch.setattr(mstacked, "_retained_heap", contextlib.nullcontext)
-    today = run(tmp_path / "today")
+    with monkeypatch.context() as m:
+        _use_todays_code(m)
+        today = run(tmp_path / "today")
     for a, b in zip(fast, today, strict=True):
-        for name in ("curves.csv", "split.npz"):
-            assert (a / name).read_bytes() == (b / name).read_bytes(), name
-        ma, mb = pd.read_csv(a / "metrics.csv"), pd.read_csv(b / "metrics.csv")
-        pd.testing.assert_frame_equal(ma.drop(columns="seconds"), mb.drop(columns="seconds"))
+        assert (a / "split.npz").read_bytes() == (b / "split.npz").read_bytes()
+        for name in ("curves.csv", "metrics.csv"):
+            ca, cb = pd.read_csv(a / name), pd.read_csv(b / name)
+            assert ca.columns.tolist() == cb.columns.tolist() and len(ca) == len(cb) > 0
+            for col in ca.columns.drop("seconds", errors="ignore"):
+                if pd.api.types.is_numeric_dtype(ca[col]):
+                    np.testing.assert_allclose(ca[col], cb[col], rtol=1e-6, atol=1e-7, err_msg=col)
+                else:
+                    assert ca[col].tolist() == cb[col].tolist(), col
         sa, sb = (load_checkpoint(d / "model.pt")[0].state_dict() for d in (a, b))
         assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"batchnorm": True, "activation": "tanh"}, {"dropout": 0.5}],
+    ids=["relu", "bn-tanh", "dropout"],
+)
+def test_chunked_evaluation_equals_todays(monkeypatch, options):
+    """The validation and test evaluations in forward passes of _FORWARD_CHUNK images, in
+    place and without autograd, equal today's (one pass per 4,096 images) to float rounding
+    (MKL rounds a row of a small product differently by the number of rows)."""
+    import dgpbench.analysis.stacked as an_stacked
+    import dgpbench.models.stacked as mstacked
+    from dgpbench.models.train import ArchConfig
+
+    arch = ArchConfig(12, 9, 3, 4, **options)
+    nets, gens = zip(*(mstacked._seed_model(arch, s, s + 7) for s in range(3)), strict=True)
+    model = mstacked.StackedMLP(nets, arch.activation, gens)
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.rand(53, 12, generator=gen), torch.randint(0, 4, (53,), generator=gen)
+    model.train()
+    model(x).sum().backward()  # batch norm's running statistics move off their start
+    model.eval()
+    monkeypatch.setattr(mstacked, "_EVAL_CHUNK", 20)  # sums over 20 + 20 + 13 images
+    monkeypatch.setattr(an_stacked, "_TEST_CHUNK", 20)
+    want = _today_evaluate_stacked(model, x, y), _today_stacked_accuracy(model, x, y)
+    for chunk in (1, 6, 20, 64):  # forward passes of 6 images: 20 = 6 + 6 + 6 + 2
+        monkeypatch.setattr(mstacked, "_FORWARD_CHUNK", chunk)
+        got = mstacked._evaluate_stacked(model, x, y)
+        np.testing.assert_allclose(got, want[0], rtol=1e-6)
+        np.testing.assert_array_equal(an_stacked._stacked_accuracy(model, x, y), want[1])
+        logits = mstacked._stacked_logits(model, x)
+        assert logits.shape == (3, 53, 4)
+        torch.testing.assert_close(logits, model(x).detach(), rtol=1e-6, atol=1e-6)
+    # in place without autograd, out of place with it: the same bits (same product sizes)
+    with torch.inference_mode():
+        in_place = model(x)
+    assert torch.equal(in_place, model(x).detach())
+    assert all(np.isnan(v).all() for v in mstacked._evaluate_stacked(model, x[:0], y[:0]))
 
 
 def test_retained_heap_is_a_no_op_without_glibc(monkeypatch):

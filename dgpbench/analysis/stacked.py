@@ -9,7 +9,8 @@ seed, the same files: ``model.pt``, ``metrics.csv``, ``split.npz`` and ``curves.
 At every evaluation, :class:`StackedCurveRecorder` computes the criteria of all seeds
 together: NP and DGP through one call of the compiled kernel of
 :func:`dgpbench.topology.stacked.stacked_persistence`, the variance vectorised over the
-stack, the test accuracy with one batched forward pass. A stacked seed's curves equal its
+stack, the test accuracy with batched forward passes (256 images for all seeds at a time on
+the CPU, activations in place). A stacked seed's curves equal its
 single run's to float tolerance (the training itself does; see :mod:`dgpbench.models.stacked`).
 
 Batch-norm and dropout models (the regulariser comparison, ``--batchnorm`` / ``--dropout``)
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["StackedCurveRecorder", "stacked_criteria", "train_analysis_seeds"]
 
-_TEST_CHUNK = 1024  # test images per stacked forward pass (bounds the (S, B, hidden) buffers)
+_TEST_CHUNK = 4096  # test images per argmax (the forward passes take _FORWARD_CHUNK images)
 
 
 def stacked_criteria(weights: Sequence[Any], *, p: float = 2.0, dgp: bool = True) -> dict:
@@ -88,10 +89,16 @@ def stacked_criteria(weights: Sequence[Any], *, p: float = 2.0, dgp: bool = True
 
 def _stacked_accuracy(model: Any, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
     """Test accuracy of every stacked model (the same images for all)."""
+    from dgpbench.models.stacked import _stacked_logits
+
     correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
-    with torch.no_grad():
+    buffer = None  # the logits of one chunk, reused
+    with torch.inference_mode():
         for start in range(0, len(x), _TEST_CHUNK):
-            logits = model(x[start : start + _TEST_CHUNK])
+            xc = x[start : start + _TEST_CHUNK]
+            if buffer is not None and buffer.shape[1] != len(xc):  # the last, shorter chunk
+                buffer = None
+            logits = buffer = _stacked_logits(model, xc, out=buffer)
             correct += (logits.argmax(-1) == y[start : start + _TEST_CHUNK]).sum(1)
     return correct.cpu().numpy() / len(x)
 
