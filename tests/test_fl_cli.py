@@ -180,3 +180,25 @@ def test_report_refuses_records_of_different_pools(tmp_path, capsys):
     code = main(["fl-report", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--out-dir",
                  str(tmp_path / "t")])  # fmt: skip
     assert code == 2 and "different pools" in capsys.readouterr().err
+
+
+def test_detect_reports_progress_per_cell_and_run(tmp_path, caplog):
+    """fl-detect's domain-classifier job trains a network per draw for most of an hour: its
+    log (no terminal) gets one line per (cell, run), not silence until the end."""
+    import logging
+
+    _pools(tmp_path / "pools.npz")
+    assert main(["fl-shift", "--images", str(tmp_path / "pools.npz"), "--shift", "ko_shift",
+                 "--out", str(tmp_path / "ko.npz")]) == 0  # fmt: skip
+    assert main(["fl-features", "--representation", "noredu", "--images",
+                 str(tmp_path / "pools.npz"), "--shifts", str(tmp_path / "ko.npz"),
+                 "--out", str(tmp_path / "f.npz")]) == 0  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="dgpbench.progress"):
+        assert main(["fl-detect", "--features", str(tmp_path / "f.npz"), "--method",
+                     "noredu+ks", "--ns", "10", "--draws", "2", "--tag", "dataset=toy",
+                     "--tag", "model=none", "--tag", "kind=none",
+                     "--out", str(tmp_path / "r.csv")]) == 0  # fmt: skip
+    lines = [r.getMessage() for r in caplog.records if r.name == "dgpbench.progress"]
+    # 2 runs x (none + ko_shift at 3 fractions) = 8 units, numbered
+    assert len(lines) == 8 and lines[-1].endswith("(8 of 8)"), lines
+    assert lines[0].startswith("noredu+ks: none@")

@@ -500,7 +500,7 @@ def _detect(args: argparse.Namespace) -> None:
     with torch_threads(args.threads):
         records = method_records(
             runs, method, ns=args.ns, n_draws=args.draws, seed=args.seed, params=params,
-            multivariate_ref=m, top_n=dict(args.top_n), image_shape=image_shape,
+            multivariate_ref=m, top_n=dict(args.top_n), image_shape=image_shape, progress=True,
         )  # fmt: skip
     front = {"method": method.name, "representation": method.representation,
              "test": method.test, "dimension": method.dimension, "protocol": args.protocol,

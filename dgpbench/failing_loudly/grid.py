@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from dgpbench.failing_loudly.toolbox import TESTS, decide, ks_batch
+from dgpbench.progress import Progress
 from dgpbench.shifts import SHIFTS
 
 log = logging.getLogger(__name__)
@@ -388,6 +389,7 @@ def method_records(
     top_n: Mapping[str, int] | None = None,
     image_shape: tuple[int, ...] | None = None,
     pool_sizes: Mapping[tuple[str, float], int] | None = None,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """Every draw of one method over the cells and runs of ``runs``.
 
@@ -416,6 +418,9 @@ def method_records(
     pool_sizes : mapping (shift, fraction) -> int, optional
         The smallest test pool of each cell over the runs; computed from ``runs`` if not
         given (which builds every pool once more).
+    progress : bool, default=False
+        A bar over the (cell, run) units on a terminal, one log line per unit elsewhere
+        (a domain-classifier job trains a network per draw for most of an hour).
 
     Returns
     -------
@@ -434,6 +439,9 @@ def method_records(
     if pool_sizes is None:
         pool_sizes = {c: min(len(r.pools[c]) for r in runs) for c in cells}
     frames = []
+    units = len(cells) * len(runs)
+    bar = Progress(units, method.name, enabled=progress, unit="cell")
+    done = 0
     for shift, fraction in cells:
         sizes = effective_ns(ns, pool_sizes[(shift, fraction)], n_ref_pool, top_n.get(shift))
         for r, run in enumerate(runs):
@@ -478,4 +486,8 @@ def method_records(
                 )
                 log.debug("%s %s@%g run %d n=%d: %d/%d", method.name, shift, fraction, r, n_eff,
                           int(rejected.sum()), len(rejected))  # fmt: skip
+            done += 1
+            bar.update()
+            bar.log("%s@%g run %d done (%d of %d)", shift, fraction, r, done, units)
+    bar.close()
     return pd.concat(frames, ignore_index=True)
