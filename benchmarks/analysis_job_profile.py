@@ -52,7 +52,7 @@ from dgpbench.topology._threads import numba_threads
 STEPS_PER_EPOCH, EVALS_PER_EPOCH, N_VAL, N_TEST = 1719, 4, 5000, 10000
 
 
-def _today_evaluate_stacked(model, x, y):  # as before issue 30, item 4
+def today_evaluate_stacked(model, x, y):  # as before issue 30, item 4
     import torch
 
     n = len(x)
@@ -69,7 +69,7 @@ def _today_evaluate_stacked(model, x, y):  # as before issue 30, item 4
     return [(s / n, c / n) for s, c in zip(loss_sum.tolist(), correct.tolist(), strict=True)]
 
 
-def _today_stacked_accuracy(model, x, y):  # as before issue 30, item 4
+def today_stacked_accuracy(model, x, y):  # as before issue 30, item 4
     import torch
 
     correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
@@ -80,14 +80,25 @@ def _today_stacked_accuracy(model, x, y):  # as before issue 30, item 4
     return correct.cpu().numpy() / len(x)
 
 
-def use_todays_code() -> None:
-    """Switch the job back to its code before issue 30, item 4 (for the same-run ratio)."""
+def todays_code() -> list[tuple[object, str, object]]:
+    """The job's code before issue 30, item 4, as ``(module, attribute, value)`` to set: no
+    retained heap, the evaluations as they were, activations out of place. The one copy:
+    ``tests/test_analysis_stacked.py`` sets the same with ``monkeypatch`` (its oracle that the
+    speed-ups change no number)."""
     import torch
 
-    mstacked._retained_heap = contextlib.nullcontext
-    mstacked._evaluate_stacked = _today_evaluate_stacked
-    an_stacked._stacked_accuracy = _today_stacked_accuracy
-    mstacked._ACTIVATE_IN_PLACE = {torch.nn.ReLU: torch.relu, torch.nn.Tanh: torch.tanh}
+    return [
+        (mstacked, "_retained_heap", contextlib.nullcontext),
+        (mstacked, "_evaluate_stacked", today_evaluate_stacked),
+        (an_stacked, "_stacked_accuracy", today_stacked_accuracy),
+        (mstacked, "_ACTIVATE_IN_PLACE", {torch.nn.ReLU: torch.relu, torch.nn.Tanh: torch.tanh}),
+    ]
+
+
+def use_todays_code() -> None:
+    """Switch the job back to its code before issue 30, item 4 (for the same-run ratio)."""
+    for module, name, value in todays_code():
+        setattr(module, name, value)
 
 
 class Timers:

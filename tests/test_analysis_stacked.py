@@ -198,45 +198,26 @@ def test_stacked_regulariser_models_equal_single_runs(tmp_path, option):
     assert not np.allclose(w[0].numpy(), w[1].numpy())
 
 
-# Today's code before issue 30, item 4 (the evaluations as they were): the oracle of the
-# speed-ups, which must change no number.
-def _today_evaluate_stacked(model, x, y):
-    import dgpbench.models.stacked as mstacked
+def _profile_module():
+    """``benchmarks/analysis_job_profile.py``, which holds the job's code before issue 30,
+    item 4 (the oracle of the speed-ups, which must change no number) for its same-run
+    ratio: one copy for both."""
+    import importlib.util
+    from pathlib import Path
 
-    n = len(x)
-    if n == 0:
-        return [(float("nan"), float("nan"))] * model.n_models
-    loss_sum = torch.zeros(model.n_models, dtype=torch.float64, device=x.device)
-    correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
-    with torch.no_grad():
-        for start in range(0, n, mstacked._EVAL_CHUNK):
-            logits = model(x[start : start + mstacked._EVAL_CHUNK])
-            target = y[start : start + mstacked._EVAL_CHUNK].expand(model.n_models, -1)
-            loss_sum += mstacked._cross_entropy(logits, target).sum(1)
-            correct += (logits.argmax(-1) == target).sum(1)
-    return [(s / n, c / n) for s, c in zip(loss_sum.tolist(), correct.tolist(), strict=True)]
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "analysis_job_profile.py"
+    spec = importlib.util.spec_from_file_location("analysis_job_profile", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _today_stacked_accuracy(model, x, y):
-    correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
-    with torch.no_grad():
-        for start in range(0, len(x), 1024):
-            logits = model(x[start : start + 1024])
-            correct += (logits.argmax(-1) == y[start : start + 1024]).sum(1)
-    return correct.cpu().numpy() / len(x)
+PROFILE = _profile_module()
 
 
 def _use_todays_code(monkeypatch):
-    import contextlib
-
-    import dgpbench.analysis.stacked as an_stacked
-    import dgpbench.models.stacked as mstacked
-
-    monkeypatch.setattr(mstacked, "_retained_heap", contextlib.nullcontext)
-    monkeypatch.setattr(mstacked, "_evaluate_stacked", _today_evaluate_stacked)
-    monkeypatch.setattr(an_stacked, "_stacked_accuracy", _today_stacked_accuracy)
-    out_of_place = {torch.nn.ReLU: torch.relu, torch.nn.Tanh: torch.tanh}
-    monkeypatch.setattr(mstacked, "_ACTIVATE_IN_PLACE", out_of_place)
+    for module, name, value in PROFILE.todays_code():
+        monkeypatch.setattr(module, name, value)
 
 
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
@@ -294,7 +275,7 @@ def test_chunked_evaluation_equals_todays(monkeypatch, options):
     model.eval()
     monkeypatch.setattr(mstacked, "_EVAL_CHUNK", 20)  # sums over 20 + 20 + 13 images
     monkeypatch.setattr(an_stacked, "_TEST_CHUNK", 20)
-    want = _today_evaluate_stacked(model, x, y), _today_stacked_accuracy(model, x, y)
+    want = PROFILE.today_evaluate_stacked(model, x, y), PROFILE.today_stacked_accuracy(model, x, y)
     for chunk in (1, 6, 20, 64):  # forward passes of 6 images: 20 = 6 + 6 + 6 + 2
         monkeypatch.setattr(mstacked, "_FORWARD_CHUNK", chunk)
         got = mstacked._evaluate_stacked(model, x, y)
