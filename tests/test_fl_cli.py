@@ -22,13 +22,19 @@ def _pools(path, runs=2, dataset="toy", seed=0):
              pools_id=np.array(f"{dataset}-{seed}-{runs}"))  # fmt: skip
 
 
-def test_shift_features_detect_chain_by_hand(tmp_path):
+def _ko_features(tmp_path):
+    """Pools, ko_shift at the default fractions and their NoRed features: ``f.npz``."""
     _pools(tmp_path / "pools.npz")
     assert main(["fl-shift", "--images", str(tmp_path / "pools.npz"), "--shift", "ko_shift",
                  "--out", str(tmp_path / "ko.npz")]) == 0  # fmt: skip
     assert main(["fl-features", "--representation", "noredu", "--images",
                  str(tmp_path / "pools.npz"), "--shifts", str(tmp_path / "ko.npz"),
                  "--out", str(tmp_path / "f.npz")]) == 0  # fmt: skip
+    return tmp_path / "f.npz"
+
+
+def test_shift_features_detect_chain_by_hand(tmp_path):
+    _ko_features(tmp_path)
     out = tmp_path / "r.csv"
     assert main(["fl-detect", "--features", str(tmp_path / "f.npz"), "--method", "noredu+ks",
                  "--ns", "10", "30", "--draws", "3", "--tag", "dataset=toy", "--tag",
@@ -187,12 +193,7 @@ def test_detect_reports_progress_per_cell_and_run(tmp_path, caplog):
     log (no terminal) gets one line per (cell, run), not silence until the end."""
     import logging
 
-    _pools(tmp_path / "pools.npz")
-    assert main(["fl-shift", "--images", str(tmp_path / "pools.npz"), "--shift", "ko_shift",
-                 "--out", str(tmp_path / "ko.npz")]) == 0  # fmt: skip
-    assert main(["fl-features", "--representation", "noredu", "--images",
-                 str(tmp_path / "pools.npz"), "--shifts", str(tmp_path / "ko.npz"),
-                 "--out", str(tmp_path / "f.npz")]) == 0  # fmt: skip
+    _ko_features(tmp_path)
     with caplog.at_level(logging.INFO, logger="dgpbench.progress"):
         assert main(["fl-detect", "--features", str(tmp_path / "f.npz"), "--method",
                      "noredu+ks", "--ns", "10", "--draws", "2", "--tag", "dataset=toy",
