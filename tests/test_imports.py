@@ -234,9 +234,9 @@ def test_helpers_import_only_helpers():
 
 
 def test_the_top_level_is_short():
-    # one package per family: only helpers, the entry point and saved.py stay flat
+    # one package per family: only helpers and the entry point stay flat
     flat = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert flat <= HELPERS | {"saved", "_sklearn_checks"}, flat - HELPERS
+    assert flat <= HELPERS | {"_sklearn_checks"}, flat - HELPERS
 
 
 def test_every_package_file_is_tracked_by_git():

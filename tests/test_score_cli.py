@@ -187,11 +187,11 @@ def test_every_command_is_in_the_import_table():
 
 
 def test_score_imports_no_workflow_module():
-    # 31.4: the softmax + KS path pays for torch, sklearn and scipy.stats (which bring
-    # pandas and scipy.ndimage themselves), not for the workflow's modules or numba
+    # 31.4: scoring pays for torch and scipy.stats (and, beyond softmax + KS, scikit-learn),
+    # not for the workflow's modules or numba (tests/test_scoring.py: no scikit-learn at all)
     code = (
         "import sys; from dgpbench.cli.main import build_parser; build_parser('score'); "
-        "import dgpbench.cli.monitor, dgpbench.saved, dgpbench.features.softmax, "
+        "import dgpbench.cli.monitor, dgpbench.saved.scoring, dgpbench.features.softmax, "
         "dgpbench.detectors.ks, dgpbench.data.datasets, dgpbench.models.train; "
         "print(sorted(m for m in ('numba', 'dgpbench.cli.paper', 'dgpbench.cli.failing_loudly', "
         "'dgpbench.shifts', 'dgpbench.topology.activation', 'torchvision') if m in sys.modules))"

@@ -196,11 +196,12 @@ def _score(args: argparse.Namespace) -> int:
     batches = _batch_files(args.batch)
     if args.detector is not None:
         _refuse_fixed_options(args)
-        from dgpbench.saved import ModelRequiredError, load_detector
+        from dgpbench.saved import ModelRequiredError
+        from dgpbench.saved.scoring import load_scorer  # softmax + KS: no scikit-learn
 
         with torch_threads(args.threads):
             try:
-                fitted = load_detector(args.detector, model=args.model)
+                fitted = load_scorer(args.detector, model=args.model)
             except ModelRequiredError as exc:  # Python's wording (model=) in the shell's
                 raise CommandError(
                     f"{exc.reason}: pass --model MODEL (the network it was fitted with)"
@@ -351,8 +352,6 @@ def _print_record(record: dict, result: Any, fitted: FittedDetector, as_json: bo
         else ""
     )
     if record["features"] is not None:
-        import pandas as pd
-
         print(
             f"{verdict}: smallest adjusted p-value {record['p_value']:.4g} (alpha "
             f"{record['alpha']:g}, correction {record['correction']}, "
@@ -362,8 +361,7 @@ def _print_record(record: dict, result: Any, fitted: FittedDetector, as_json: bo
             f"method {record['method']}; {record['n_refs']} reference, {record['n_clean']} "
             f"clean and {record['n_batch']} test images; batch {record['batch']}\n"
         )
-        table = pd.DataFrame(record["features"])
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(_feature_table(record["features"]))
         print()
     else:
         print(
@@ -373,6 +371,18 @@ def _print_record(record: dict, result: Any, fitted: FittedDetector, as_json: bo
             f"images; batch {record['batch']}"
         )
     sys.stdout.flush()
+
+
+def _feature_table(rows: list[dict[str, Any]]) -> str:
+    """The per-feature rows as a text table, right-aligned (pandas' layout; pandas itself
+    would add a fifth of the command's start-up)."""
+    columns = list(rows[0])
+    cells = [[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()] for row in rows]
+    widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(columns)]
+    lines = [columns, *cells]
+    return "\n".join(
+        "  ".join(v.rjust(w) for v, w in zip(line, widths, strict=True)) for line in lines
+    )
 
 
 def _sha256(path: Any) -> str | None:

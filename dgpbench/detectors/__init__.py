@@ -7,22 +7,24 @@
 
 Detectors take arrays (features, a label column, or images for the classifier test); none
 loads or runs the user's model. :func:`make_detector` builds one by name.
+
+The names are imported on first use (:mod:`dgpbench._lazy`): the KS test's arithmetic
+(:mod:`~dgpbench.detectors.ks_test`) and the result record load without scikit-learn,
+which scoring a saved softmax + KS detector never imports (:mod:`dgpbench.saved.scoring`).
 """
 
-from dgpbench.detectors.base import ShiftTestResult
-from dgpbench.detectors.chi2 import ChiSquareShiftDetector
-from dgpbench.detectors.classifier import ClassifierShiftDetector
-from dgpbench.detectors.ks import KSShiftDetector, KSTestResult
-from dgpbench.detectors.mmd import MMDShiftDetector
-from dgpbench.detectors.registry import DETECTORS, make_detector
+from dgpbench._lazy import lazy_exports
 
-__all__ = [
-    "DETECTORS",
-    "ChiSquareShiftDetector",
-    "ClassifierShiftDetector",
-    "KSShiftDetector",
-    "KSTestResult",
-    "MMDShiftDetector",
-    "ShiftTestResult",
-    "make_detector",
-]
+_EXPORTS = {
+    "DETECTORS": "dgpbench.detectors.registry",
+    "ChiSquareShiftDetector": "dgpbench.detectors.chi2",
+    "ClassifierShiftDetector": "dgpbench.detectors.classifier",
+    "KSShiftDetector": "dgpbench.detectors.ks",
+    "KSTestResult": "dgpbench.detectors.ks_test",
+    "MMDShiftDetector": "dgpbench.detectors.mmd",
+    "ShiftTestResult": "dgpbench.detectors.base",
+    "make_detector": "dgpbench.detectors.registry",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports("dgpbench.detectors", _EXPORTS)

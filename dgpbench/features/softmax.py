@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
 from dgpbench._compat import StrOptions
 from dgpbench.features.base import _MLPFeatures
+from dgpbench.features.network import SoftmaxOutput
 
 __all__ = ["SoftmaxFeatures"]
 
 
-class SoftmaxFeatures(_MLPFeatures):
+class SoftmaxFeatures(SoftmaxOutput, _MLPFeatures):
     """Softmax outputs of the model (BBSD, Rabanser et al., 2019).
 
     Parameters
@@ -69,8 +68,6 @@ class SoftmaxFeatures(_MLPFeatures):
     ((30, 3), True)
     """
 
-    _prefix = "softmax"
-    _needs_head = False  # the logits only: any network, its output used whole
     _parameter_constraints: ClassVar[dict] = {
         **_MLPFeatures._parameter_constraints,
         "representation": [StrOptions({"softmax", "distances"})],
@@ -94,18 +91,6 @@ class SoftmaxFeatures(_MLPFeatures):
             progress=progress,
             device=device,
         )
-
-    def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:
-        bs = self.batch_size
-        logits = np.concatenate(
-            [self.graph_.forward(X[i : i + bs]) for i in range(0, len(X), bs)]
-        ).astype(np.float64)
-        logits -= logits.max(axis=1, keepdims=True)
-        p = np.exp(logits)
-        return [p / p.sum(axis=1, keepdims=True)]
-
-    def _raw_names(self) -> list[str]:
-        return [f"softmax_p{k}" for k in range(self.graph_.n_outputs)]
 
 
 # The paper's methods and ablation variants, by the names the config and tables use.

@@ -1,6 +1,7 @@
 """Save a fitted feature transformer and detector to one file, and load them back, without pickle.
 
-``dgpbench fit`` and ``dgpbench score --detector`` use this; in Python, :func:`save_detector`
+``dgpbench fit`` and ``dgpbench score --detector`` use this (the latter through
+:func:`dgpbench.saved.scoring.load_scorer`); in Python, :func:`save_detector`
 and :func:`load_detector` (alibi-detect's ``save_detector`` / ``load_detector`` are the model).
 A saved detector is one ``.npz`` file:
 
@@ -61,6 +62,7 @@ __all__ = [
     "SAVEABLE",
     "FittedDetector",
     "ModelRequiredError",
+    "detector_classes",
     "is_saveable",
     "load_detector",
     "network_fingerprint",
@@ -258,7 +260,7 @@ def _unknown_state(est: Any, known: set[str]) -> None:
         raise TypeError(
             f"cannot save {type(est).__name__}: attribute {', '.join(extra)} is not part of "
             "its saved state (dgpbench.saved knows only the state of its own estimators; "
-            "extend its codec in dgpbench/saved.py when adding state)"
+            "extend its codec in dgpbench/saved/files.py when adding state)"
         )
 
 
@@ -671,10 +673,19 @@ def _spec_class(spec: Any, role: str) -> str:
 _ADDED_PARAMS: dict[str, dict[str, Any]] = {"DGPFeatures": {"sort": True}}
 
 
-def _build(spec: Any, role: str, store: Any, used: set[str], network: Any, model: Any) -> Any:
-    """Rebuild one estimator from its JSON spec: registry class, checked parameters, state."""
+def _build(
+    spec: Any,
+    role: str,
+    store: Any,
+    used: set[str],
+    network: Any,
+    model: Any,
+    classes: Callable[[str], type] = _class,
+) -> Any:
+    """Rebuild one estimator from its JSON spec: registry class (or the class ``classes``
+    gives for its registry name), checked parameters, state."""
     name = _spec_class(spec, role)
-    cls = _class(name)
+    cls = classes(name)
     params = spec["params"]
     if not isinstance(params, dict) or not all(_json_value(v) for v in params.values()):
         raise _Invalid(f"{role}: params must be an object of JSON numbers, strings and lists")
@@ -846,6 +857,24 @@ def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any]
     return network, model
 
 
+def detector_classes(path: str | os.PathLike[str]) -> tuple[str | None, str] | None:
+    """The registry names of a detector file's transformer and detector, or None when the
+    file cannot be read as one (then :func:`load_detector` says why). Nothing is imported
+    or loaded but the file's JSON header."""
+    from dgpbench.npz import open_npz
+
+    try:
+        with open_npz(path) as store:
+            meta = _read_meta(store)
+            features = meta["features"]
+            return (
+                None if features is None else _spec_class(features, "features"),
+                _spec_class(meta["detector"], "detector"),
+            )
+    except (OSError, ValueError):
+        return None
+
+
 def load_detector(path: str | os.PathLike[str], *, model: Any = None) -> FittedDetector:
     """Load a detector written by :func:`save_detector` (no pickle, no code from the file).
 
@@ -872,6 +901,11 @@ def load_detector(path: str | os.PathLike[str], *, model: Any = None) -> FittedD
         If the file is not a valid dgpbench detector (each cause named), or the network's
         layers or weights do not match the recorded fingerprint.
     """
+    return _load(path, model, _class)
+
+
+def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetector:
+    """:func:`load_detector` with each registry name's class given by ``classes``."""
     from dgpbench.npz import open_npz
 
     try:
@@ -915,9 +949,9 @@ def load_detector(path: str | os.PathLike[str], *, model: Any = None) -> FittedD
             features = (
                 None
                 if feats_spec is None
-                else _build(feats_spec, "features", store, used, (network, check), keep)
+                else _build(feats_spec, "features", store, used, (network, check), keep, classes)
             )
-            detector = _build(meta["detector"], "detector", store, used, None, None)
+            detector = _build(meta["detector"], "detector", store, used, None, None, classes)
             extra = sorted(set(store.files) - used)
             if extra:
                 raise _Invalid(f"unexpected arrays {extra[:5]}")

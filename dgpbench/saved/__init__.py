@@ -1,0 +1,23 @@
+"""Saved detectors: one ``.npz`` file per fitted transformer and detector, without pickle.
+
+* :mod:`~dgpbench.saved.files`: the format, :func:`save_detector` and :func:`load_detector`
+  (what loading trusts, and what it does not);
+* :mod:`~dgpbench.saved.scoring`: :func:`load_scorer`, which ``dgpbench score --detector``
+  uses: a softmax + KS file restored without importing scikit-learn.
+
+The names are imported on first use (:mod:`dgpbench._lazy`).
+"""
+
+from dgpbench._lazy import lazy_exports
+
+_EXPORTS = {
+    **dict.fromkeys(
+        ("FORMAT", "SAVEABLE", "FittedDetector", "ModelRequiredError", "detector_classes",
+         "is_saveable", "load_detector", "network_fingerprint", "save_detector"),
+        "dgpbench.saved.files",
+    ),
+    **dict.fromkeys(("RestoredKS", "RestoredSoftmax", "load_scorer"), "dgpbench.saved.scoring"),
+}  # fmt: skip
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports("dgpbench.saved", _EXPORTS)
