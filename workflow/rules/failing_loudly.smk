@@ -131,7 +131,7 @@ rule fl_detect:
         fl={k: FL[k] for k in ("draws", "seed", "alpha", "correction", "protocol")},
         perms=FL["mmd"]["n_permutations"],
         big=fl_big_files,
-    threads: lambda wc: 2 if wc.flmethod == "classif" else 1  # it trains a network per draw
+    threads: 1  # the classifier too: 2 threads doubled its CPU time for no gain (docs)
     conda:
         "../envs/dgpbench.yaml"
     resources:
