@@ -46,14 +46,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import DEVICE_OPTIONS
-from dgpbench.features.network import (  # noqa: F401 (their home before the split)
-    NetworkFeatures,
-    _expects_channels,
-    _flatten_images,
-    _image_shape,
-    _load_model,
-    _logits_kind,
-)
+from dgpbench.features.network import NetworkFeatures, _load_model
 
 __all__: list[str] = []  # the shared base of the members; see dgpbench.features
 

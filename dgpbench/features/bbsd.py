@@ -13,7 +13,8 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dgpbench._compat import _fit_context
-from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _load_model, _MLPFeatures
+from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _MLPFeatures
+from dgpbench.features.network import _load_model
 from dgpbench.features.softmax import SoftmaxFeatures
 
 __all__ = ["BBSDhFeatures", "SoftmaxFeatures"]

@@ -18,7 +18,8 @@ from sklearn.random_projection import SparseRandomProjection
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, _fit_context
-from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _flatten_images
+from dgpbench.features.base import WORKFLOW_CONSTRAINTS
+from dgpbench.features.network import _flatten_images
 
 __all__ = [
     "ImageFeatures",
