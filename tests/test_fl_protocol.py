@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _workflow import load_script
 from scipy.spatial.distance import cdist
 from scipy.stats import chi2_contingency
 
@@ -172,3 +173,24 @@ def test_rabanser_chi2_holds_its_level_under_the_null_at_every_n():
             for i in range(300)
         ]  # fmt: skip
         assert np.mean(rejected) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 300), n
+
+
+def test_mmd_null_script_tests_the_same_exchangeable_pairs_under_both_kernels(tmp_path, capsys):
+    # scripts/fl_mmd_null.py (docs/failing-loudly.md): fresh rows per draw, both kernels on the
+    # same pairs; a mean shift between the halves would be caught, so the pairs are exchangeable.
+    script = load_script("scripts/fl_mmd_null.py")
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(60, 3))
+    ps = script.null_p_values(features, 10, 20, n_permutations=49, seed=1)
+    assert set(ps) == {"rabanser", "median"} and all(len(p) == 20 for p in ps.values())
+    assert all(((p > 0) & (p <= 1)).all() for p in ps.values())
+    # the same pairs: a pair's two p-values agree in rank far beyond chance
+    assert np.corrcoef(ps["rabanser"], ps["median"])[0, 1] > 0.5
+    assert ps["median"].tolist() == script.null_p_values(features, 10, 20, n_permutations=49,
+                                                         seed=1)["median"].tolist()  # fmt: skip
+    with pytest.raises(ValueError, match="at least 122 rows"):
+        script.null_p_values(features, 61, 1)
+    np.savez(tmp_path / "f.npz", unseen=features)
+    script.main([str(tmp_path / "f.npz"), "--n", "10", "--draws", "5", "--permutations", "19"])
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and "kernel=rabanser" in out[0] and "/5 rejected" in out[1]
