@@ -6,8 +6,9 @@ test. This script measures what that costs on real features: it draws ``2 n`` di
 the clean unseen images' features of a grid features file (``results/fl/features/...``), splits
 them into a reference and a test sample of ``n`` each (m = n, as theirs: exchangeable by
 construction, so every rejection is a false positive) and tests each pair with both kernels:
-``rabanser`` and the detector's pooled median (a permutation-invariant bandwidth). Each draw is
-independent (fresh rows), so the binomial (Wilson) interval of a rate is honest.
+``rabanser`` and the detector's pooled median (a permutation-invariant bandwidth). Given the
+file's pool of clean rows, the draws are independent (each a fresh random subset), so the
+binomial (Wilson) interval of a rate counts them honestly; the pool itself is one.
 
     python scripts/fl_mmd_null.py FEATURES.npz --n 200 --draws 1000 [--permutations 1000]
 

@@ -176,8 +176,8 @@ def test_rabanser_chi2_holds_its_level_under_the_null_at_every_n():
 
 
 def test_mmd_null_script_tests_the_same_exchangeable_pairs_under_both_kernels(tmp_path, capsys):
-    # scripts/fl_mmd_null.py (docs/failing-loudly.md): fresh rows per draw, both kernels on the
-    # same pairs; a mean shift between the halves would be caught, so the pairs are exchangeable.
+    # scripts/fl_mmd_null.py (docs/failing-loudly.md): fresh rows per draw, both kernels tested
+    # on the same pairs, seeded.
     script = load_script("scripts/fl_mmd_null.py")
     rng = np.random.default_rng(0)
     features = rng.normal(size=(60, 3))
