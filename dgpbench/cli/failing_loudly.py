@@ -37,7 +37,7 @@ def _fraction_key(fraction: float) -> str:
 
 
 MIN_RUNS = 5
-"""Independent runs below which fl-images warns (issue 29: no interval on fewer than 5)."""
+"""Independent runs below which fl-images warns (the intervals count runs: rough on fewer than 5)."""
 
 PROTOCOLS: tuple[str, ...] = ("dgpbench", "rabanser")
 """``dgpbench``: this benchmark's choices; ``rabanser``: Rabanser et al.'s code as they ran it

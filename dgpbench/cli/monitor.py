@@ -178,7 +178,7 @@ def _batch_files(patterns: list[str]) -> list[Path]:
 
 
 def _refuse_fixed_options(args: argparse.Namespace) -> None:
-    """``score --detector`` with an option the file fixes: a usage error naming it (28.9)."""
+    """``score --detector`` with an option the file fixes: a usage error naming it."""
     given = [f"--{k}" for k in _FIXED_BY_DETECTOR if getattr(args, k, None) is not None]
     if given:
         raise CommandError(

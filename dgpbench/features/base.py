@@ -157,7 +157,7 @@ class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
             return
         n_out = self.graph_.n_outputs
         if self.classes_.min() < 0 or self.classes_.max() >= n_out:
-            # a label the model cannot output: the wrong labels, or the wrong model (28.21)
+            # a label the model cannot output: the wrong labels, or the wrong model
             wrong = [int(c) for c in self.classes_ if c < 0 or c >= n_out]
             raise ValueError(
                 f"the reference labels include {wrong[:5]}{'...' if len(wrong) > 5 else ''}, "

@@ -1,8 +1,8 @@
 """The feature methods by name: the paper's maps, Failing loudly's representations, custom ones.
 
-This registry sits above :mod:`dgpbench.features.base` (the paper's transformers) and
-:mod:`dgpbench.features` (which subclass them), so imports run one way:
-``methods -> representations -> features``.
+This registry sits above the member modules of :mod:`dgpbench.features` (``dgp``, ``tu``,
+``reductions``, ...), which sit above :mod:`dgpbench.features.base`, so imports run one way:
+``registry -> members -> base``.
 """
 
 from __future__ import annotations

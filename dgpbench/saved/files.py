@@ -275,7 +275,7 @@ _MLP_STATE = {
     "classes_",
     "class_means_",
     "_n_features_out",
-    # a network with its own forward: the head found on the reference images (issue 31)
+    # a network with its own forward: the head found on the reference images
     "head_",
     "head_activations_",
     "output_",
