@@ -392,35 +392,3 @@ class MMDShiftDetector(BaseEstimator):
     def p_value(self, X: Any) -> float:
         """Return the permutation p-value of ``X`` against the reference."""
         return self.test(X).p_value
-
-
-def _loop_permutation_mmd2(Z: np.ndarray, n: int, sigma: float, subsets: list) -> np.ndarray:
-    """The per-permutation baseline: one gather of the permuted kernel matrix per split.
-
-    The pattern of alibi-detect's torch backend (kernel matrix once, then for every
-    permutation the statistic recomputed from the permuted matrix); for the benchmarks and
-    as a second oracle of :func:`_permutation_mmd2` on the same splits.
-    """
-    import torch
-
-    Zt = torch.as_tensor(Z, dtype=torch.float64)
-    K = torch.exp(-torch.cdist(Zt, Zt).pow_(2) / (2.0 * sigma * sigma))
-    K.fill_diagonal_(1.0)
-    N = len(Z)
-    m = N - n
-    out = []
-    for block in subsets:
-        for sub in block:
-            mask = np.ones(N, dtype=bool)
-            mask[sub] = False
-            perm = torch.as_tensor(np.concatenate([sub, np.flatnonzero(mask)]))
-            Kp = K[perm][:, perm]
-            kxx, kyy, kxy = Kp[:n, :n], Kp[n:, n:], Kp[:n, n:]
-            out.append(
-                float(
-                    (kxx.sum() - kxx.diagonal().sum()) / (n * (n - 1))
-                    + (kyy.sum() - kyy.diagonal().sum()) / (m * (m - 1))
-                    - 2.0 * kxy.sum() / (n * m)
-                )
-            )
-    return np.asarray(out)
