@@ -19,8 +19,8 @@ docs/failing-loudly.md "Protocols"):
 - MMD's kernel ``exp(-|a - b|^2 / med)`` with ``med`` the median Euclidean distance between
   the reference and the test rows (their ``shift_tester.py``: ``distance.cdist(X_tr, X_te)``,
   ``alphas=[1 / median_dist]`` of ``torch_two_sample.MMDStatistic``, whose kernel is
-  ``exp(-alpha d^2)``): :func:`rabanser_bandwidth` turns it into the detector's
-  ``exp(-d^2 / (2 sigma^2))`` with ``sigma = sqrt(med / 2)``;
+  ``exp(-alpha d^2)``): :func:`dgpbench.detectors.mmd.cross_median_bandwidth` turns it
+  into the detector's ``exp(-d^2 / (2 sigma^2))`` with ``sigma = sqrt(med / 2)``;
 - the chi-squared test's zero-count rule (:func:`rabanser_chi2`): where a class has no
   prediction in either sample, their ``test_chi2_shift`` returns ``random.uniform(0, 1)``.
 """
@@ -38,7 +38,6 @@ __all__ = [
     "ks_batch",
     "make_detector",
     "make_representation",
-    "rabanser_bandwidth",
     "rabanser_chi2",
 ]
 
@@ -71,40 +70,15 @@ def make_detector(test: str, **params: Any) -> Any:
     return _make(test, **params)
 
 
-def rabanser_bandwidth(ref: np.ndarray, test: np.ndarray) -> float:
-    """``sigma`` of the detector's ``exp(-d^2 / (2 sigma^2))`` that gives Rabanser et al.'s kernel.
-
-    Their kernel is ``exp(-d^2 / med)`` with ``med`` the median Euclidean distance over the
-    ``len(ref) * len(test)`` cross pairs (not over pooled pairs): ``sigma = sqrt(med / 2)``.
-    The kernel is fixed by the observed split and kept for every permutation, as theirs.
-
-    Examples
-    --------
-    >>> ref, test = np.zeros((2, 1)), np.array([[1.0], [3.0], [3.0]])
-    >>> round(rabanser_bandwidth(ref, test) ** 2 * 2, 12)  # med = median(1, 3, 3, 1, 3, 3)
-    3.0
-    """
-    from scipy.spatial.distance import cdist
-
-    ref = np.asarray(ref, dtype=np.float64).reshape(len(ref), -1)
-    test = np.asarray(test, dtype=np.float64).reshape(len(test), -1)
-    med = float(np.median(cdist(ref, test, "euclidean")))
-    if not (np.isfinite(med) and med > 0):
-        raise ValueError(
-            f"the median distance between reference and test rows is {med}: Rabanser et "
-            "al.'s kernel exp(-d^2 / med) is undefined (identical or non-finite features)"
-        )
-    return float(np.sqrt(med / 2.0))
-
-
 def rabanser_chi2(
     ref: np.ndarray, test: np.ndarray, n_classes: int, rng: np.random.Generator
 ) -> float:
     """Rabanser et al.'s chi-squared p-value of two samples of predicted classes.
 
-    ``scipy.stats.chi2_contingency`` of the 2 x ``n_classes`` table of counts, except where
-    a class has a zero count in either sample: then a p-value drawn from U(0, 1) (their
-    ``shift_tester.py``, ``p_val = random.uniform(0, 1)``), here from ``rng``.
+    :func:`dgpbench.detectors.chi2.chi2_homogeneity` of the 2 x ``n_classes`` table of
+    counts with ``zero_counts="uniform"``: where a class has a zero count in either sample,
+    a p-value drawn from U(0, 1) (their ``shift_tester.py``, ``p_val = random.uniform(0,
+    1)``), here from ``rng``.
 
     Parameters
     ----------
@@ -122,9 +96,9 @@ def rabanser_chi2(
     >>> 0.0 <= p <= 1.0 and p != rabanser_chi2([0, 1, 1], [0, 0, 1], 3, rng)
     True
     """
-    from scipy.stats import chi2_contingency
+    from dgpbench.detectors.chi2 import chi2_homogeneity, class_counts
 
-    counts = []
+    labels = []
     for name, x in (("reference", ref), ("test", test)):
         x = np.asarray(x).reshape(-1)
         if x.size == 0:
@@ -135,11 +109,9 @@ def rabanser_chi2(
             x = x.astype(np.int64)
         if x.min() < 0 or x.max() >= n_classes:
             raise ValueError(f"the {name} sample has labels outside [0, {n_classes})")
-        counts.append(np.bincount(x, minlength=n_classes))
-    table = np.array(counts)
-    if (table == 0).any():
-        return float(rng.uniform(0.0, 1.0))
-    return float(chi2_contingency(table)[1])
+        labels.append(x)
+    _, table = class_counts(*labels, n_classes=n_classes)
+    return chi2_homogeneity(table, zero_counts="uniform", rng=rng)[1]
 
 
 def decide(
@@ -168,7 +140,8 @@ def decide(
     alpha : float
         Significance level.
     kernel : {"median", "rabanser"}
-        MMD's bandwidth: the detector's pooled median heuristic, or :func:`rabanser_bandwidth`.
+        MMD's bandwidth: the detector's pooled median heuristic, or Rabanser et al.'s
+        (:func:`dgpbench.detectors.mmd.cross_median_bandwidth`).
     zero_counts : {"observed", "uniform"}
         Chi-squared with a class absent from a sample: ``chi2_contingency`` on the observed
         classes (the detector), or a U(0, 1) p-value (:func:`rabanser_chi2`).
@@ -193,7 +166,9 @@ def decide(
     if test in ("mmd", "classif"):
         kw["random_state"] = random_state
     if test == "mmd" and kernel == "rabanser":
-        kw["bandwidth"] = rabanser_bandwidth(ref, x)
+        from dgpbench.detectors.mmd import cross_median_bandwidth
+
+        kw["bandwidth"] = cross_median_bandwidth(ref, x)
     elif kernel != "median":
         raise ValueError(f"kernel must be 'median' or 'rabanser', got {kernel!r}")
     result = make_detector(test, **kw).fit(ref).test(x)
