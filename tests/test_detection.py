@@ -491,8 +491,9 @@ def test_batched_pvalues_fall_back_to_scipy_for_unequal_sizes_and_large_n(monkey
 
 
 @pytest.mark.filterwarnings("ignore:ks_2samp. Exact calculation unsuccessful:RuntimeWarning")
-def test_table_of_pvalues_is_filled_in_any_order_with_scipys_values():
-    n = 37  # a size no other test uses: the table starts empty
+def test_table_of_pvalues_is_filled_in_any_order_with_scipys_values(monkeypatch):
+    monkeypatch.setattr(dgpbench.detectors.ks_test, "_KS_TABLES", {})  # start empty
+    n = 37
     first = ks_pvalues_at(n, np.array([[5, 30], [5, 0]]))
     whole = ks_pvalues_at(n, np.arange(n + 1))
     base = np.arange(n, dtype=float)[:, None]
