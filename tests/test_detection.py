@@ -1,4 +1,5 @@
-"""KSShiftDetector: exactness against scipy, correction rules, input errors, API citizenship."""
+"""The KS engine and KSShiftDetector: exactness against scipy (one batch and many), correction
+rules, input errors, API citizenship."""
 
 from __future__ import annotations
 
@@ -17,7 +18,15 @@ from sklearn.exceptions import NotFittedError
 
 import dgpbench
 import dgpbench.detectors.ks
-from dgpbench.detectors.ks import KSShiftDetector, KSTestResult, _decide
+import dgpbench.detectors.ks_test
+from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.detectors.ks_test import (
+    KSTestResult,
+    apply_correction,
+    check_no_constant_features,
+    ks_pvalues,
+    ks_pvalues_at,
+)
 
 
 def _shifted(n: int, d: int, h: int, feature: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -146,15 +155,15 @@ def test_decide_fdr_step_up_example_and_bonferroni_contrast():
     # BH cut-offs for d = 4, alpha = 0.05: 0.0125, 0.025, 0.0375, 0.05. Step-up: the largest
     # p = 0.045 < 0.05 rejects all four, although no p is below the Bonferroni level 0.0125.
     p = np.array([0.045, 0.02, 0.04, 0.03])
-    drift, thr, adj = _decide(p, 0.05, "fdr")
+    drift, thr, adj = apply_correction(p, 0.05, "fdr")
     assert drift and thr == pytest.approx(0.05)
     assert_allclose(adj, 0.045)
-    drift, thr, adj = _decide(p, 0.05, "bonferroni")
+    drift, thr, adj = apply_correction(p, 0.05, "bonferroni")
     assert not drift and thr == 0.0125
     assert_allclose(adj, [0.18, 0.08, 0.16, 0.12])
     # Partial rejection: k = 3 smallest p-values, cut-off alpha * 3 / 4.
     p = np.array([0.03, 0.5, 0.01, 0.02])
-    drift, thr, _ = _decide(p, 0.05, "fdr")
+    drift, thr, _ = apply_correction(p, 0.05, "fdr")
     assert drift and thr == pytest.approx(0.0375)
     assert set(np.flatnonzero(p < thr)) == {0, 2, 3}
 
@@ -162,11 +171,11 @@ def test_decide_fdr_step_up_example_and_bonferroni_contrast():
 def test_decide_rejects_only_strictly_below_the_threshold():
     # The paper: reject if the p-value is *smaller than* 0.05 / d.
     at = np.array([0.05 / 4, 0.5, 0.5, 0.5])
-    assert not _decide(at, 0.05, "bonferroni")[0]
-    assert _decide(np.nextafter(at, 0), 0.05, "bonferroni")[0]
-    assert not _decide(np.array([0.05]), 0.05, None)[0]
-    assert not _decide(np.array([0.05]), 0.05, "fdr")[0]
-    assert _decide(np.array([0.0499]), 0.05, "fdr")[0]
+    assert not apply_correction(at, 0.05, "bonferroni")[0]
+    assert apply_correction(np.nextafter(at, 0), 0.05, "bonferroni")[0]
+    assert not apply_correction(np.array([0.05]), 0.05, None)[0]
+    assert not apply_correction(np.array([0.05]), 0.05, "fdr")[0]
+    assert apply_correction(np.array([0.0499]), 0.05, "fdr")[0]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -176,7 +185,7 @@ def test_decide_fdr_matches_hand_bh(seed):
     # A mixture of null-like and tiny p-values so that partial rejections occur.
     p = np.where(rng.random(d) < 0.4, rng.random(d) * 0.01, rng.random(d))
     adjusted, reject = _hand_bh(p, 0.05)
-    drift, thr, adj = _decide(p, 0.05, "fdr")
+    drift, thr, adj = apply_correction(p, 0.05, "fdr")
     assert_allclose(adj, adjusted, rtol=1e-12)
     assert bool(drift) == reject.any()
     assert_array_equal(p < thr, reject)  # the reported cut-off reproduces BH's rejections
@@ -186,18 +195,18 @@ def test_decide_is_vectorised_over_leading_axes():
     rng = np.random.default_rng(0)
     p = rng.random((7, 3, 5)) ** 3
     for correction in ("bonferroni", "fdr", None):
-        drift, thr, adj = _decide(p, 0.05, correction)
+        drift, thr, adj = apply_correction(p, 0.05, correction)
         assert drift.shape == thr.shape == (7, 3) and adj.shape == p.shape
         for i in range(7):
             for j in range(3):
-                d1, t1, a1 = _decide(p[i, j], 0.05, correction)
+                d1, t1, a1 = apply_correction(p[i, j], 0.05, correction)
                 assert drift[i, j] == d1 and thr[i, j] == t1
                 assert_array_equal(adj[i, j], a1)
 
 
-def test_decide_unknown_correction_raises_not_implemented():
-    with pytest.raises(NotImplementedError, match="holm"):
-        _decide(np.array([0.1]), 0.05, "holm")
+def test_decide_unknown_correction_raises():
+    with pytest.raises(ValueError, match="holm"):
+        apply_correction(np.array([0.1]), 0.05, "holm")
 
 
 def test_p_value_helper_is_min_adjusted_and_consistent_with_predict():
@@ -289,7 +298,7 @@ def test_one_dimensional_input_raises():
 
 
 def test_features_constant_in_both_samples_get_p_1_with_a_warning_naming_how_many():
-    # issue 31.5: one rule with the grid's batched KS (scipy's p = 1), not a refusal
+    # scipy's p = 1, as the batched engine gives it, not a refusal
     from scipy.stats import ks_2samp
 
     rng = np.random.default_rng(0)
@@ -405,26 +414,108 @@ def test_clone_and_params():
     assert twin.correction == "fdr" and det.correction is None
 
 
-def test_docstring_examples_run():
-    results = doctest.testmod(dgpbench.detectors.ks, optionflags=doctest.NORMALIZE_WHITESPACE)
+@pytest.mark.parametrize("module", [dgpbench.detectors.ks, dgpbench.detectors.ks_test])
+def test_docstring_examples_run(module):
+    results = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert results.attempted > 0 and results.failed == 0
 
 
-def test_one_constant_feature_rule_with_the_grids_batched_ks():
-    # issue 31.5: the detector and the grid's ks_batch decide alike on constant features
-    import warnings
+# ------------------------------------------------------ batched engine == scipy exactly
 
-    from dgpbench.failing_loudly.toolbox import ks_batch
 
+def _check_batched(ref, test):
+    assert_array_equal(ks_pvalues(ref, test), ks_2samp(ref, test, axis=1).pvalue)
+
+
+@pytest.mark.parametrize("n", [2, 10, 20, 50, 200])
+def test_batched_pvalues_equal_ks_2samp_continuous_and_extreme(n):
+    rng = np.random.default_rng(n)
+    ref = rng.normal(size=(6, n, 3))
+    test = rng.normal(size=(6, n, 3))
+    test[0] += 100.0  # h = n (disjoint samples)
+    test[1] = ref[1][::-1]  # h = 0 (same values)
+    test[2] += 0.5
+    _check_batched(ref, test)
+
+
+def test_batched_pvalues_cover_scipy_asymptotic_fallback():
+    # At n = 200, h = 1 makes scipy's exact routine fail and fall back to asymptotics.
+    n = 200
+    base = np.arange(n, dtype=float)[None, :, None]
+    ref = np.repeat(base, 3, axis=2)
+    test = ref + np.array([0.5, 1.0, 7.0])  # interleaved (h = 1), h = 1 with ties, h = 7
+    with pytest.warns(RuntimeWarning, match="Exact calculation unsuccessful"):
+        expected = ks_2samp(ref, test, axis=1).pvalue
+    assert_array_equal(ks_pvalues(ref, test), expected)
+
+
+@pytest.mark.parametrize(
+    ("dtype_ref", "dtype_test"),
+    [(np.float32, np.float32), (np.float32, np.float64), (np.float64, np.float32)],
+)
+def test_batched_pvalues_equal_ks_2samp_dtypes(dtype_ref, dtype_test):
+    rng = np.random.default_rng(1)
+    ref = rng.normal(size=(4, 30, 2)).astype(dtype_ref)
+    test = rng.normal(loc=0.3, size=(4, 30, 2)).astype(dtype_test)
+    _check_batched(ref, test)
+
+
+@pytest.mark.filterwarnings("ignore:ks_2samp. Exact calculation unsuccessful:RuntimeWarning")
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(2, 40),
+    levels=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+    negzero=st.booleans(),
+)
+def test_batched_pvalues_equal_ks_2samp_with_ties(n, levels, seed, negzero):
+    rng = np.random.default_rng(seed)
+    ref = rng.integers(0, levels, size=(3, n, 2)).astype(float)
+    test = rng.integers(0, levels + 1, size=(3, n, 2)).astype(float)
+    if negzero:  # -0.0 and 0.0 are the same value for an ECDF
+        test[test == 0] = -0.0
+    _check_batched(ref, test)
+
+
+def test_batched_pvalues_fall_back_to_scipy_for_unequal_sizes_and_large_n(monkeypatch):
+    import dgpbench.detectors.ks_test as engine
+
+    def no_table(n, h):
+        raise AssertionError("the exact table is for equal sizes up to SCIPY_MAX_AUTO_N")
+
+    monkeypatch.setattr(engine, "ks_pvalues_at", no_table)
+    rng = np.random.default_rng(0)
+    _check_batched(rng.normal(size=(2, 12, 2)), rng.normal(size=(2, 9, 2)))
+    n = engine.SCIPY_MAX_AUTO_N + 1  # scipy's "auto" switches to the asymptotic p-value
+    _check_batched(rng.normal(size=(1, n, 2)), rng.normal(loc=0.05, size=(1, n, 2)))
+
+
+@pytest.mark.filterwarnings("ignore:ks_2samp. Exact calculation unsuccessful:RuntimeWarning")
+def test_table_of_pvalues_is_filled_in_any_order_with_scipys_values(monkeypatch):
+    monkeypatch.setattr(dgpbench.detectors.ks_test, "_KS_TABLES", {})  # start empty
+    n = 37
+    first = ks_pvalues_at(n, np.array([[5, 30], [5, 0]]))
+    whole = ks_pvalues_at(n, np.arange(n + 1))
+    base = np.arange(n, dtype=float)[:, None]
+    expected = ks_2samp(np.broadcast_to(base, (n, n + 1)), base + np.arange(n + 1), axis=0)
+    assert_array_equal(whole, expected.pvalue)
+    assert_array_equal(first, whole[[[5, 30], [5, 0]]])
+
+
+def test_batched_pvalues_of_constant_features():
+    # constant in both with one value: p = 1; a constant reference only: evidence as any feature
     rng = np.random.default_rng(2)
     ref, test = rng.normal(size=(3, 20, 4)), rng.normal(loc=0.3, size=(3, 20, 4))
-    ref[:, :, 0] = test[:, :, 0] = 0.0  # constant in both: p = 1
-    ref[2, :, 1] = 1.0  # constant reference only (draw 2): evidence like any feature
-    rejected, p_value = ks_batch(ref, test)
-    for draw in range(3):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            result = KSShiftDetector().fit(ref[draw]).test(test[draw])
-        assert result.is_drift == rejected[draw]
-        assert result.min_p_val_adjusted == pytest.approx(p_value[draw])
-        assert result.p_val[0] == 1.0
+    ref[:, :, 0] = test[:, :, 0] = 0.0
+    ref[2, :, 1] = 1.0
+    p = ks_pvalues(ref, test)
+    assert_array_equal(p[:, 0], 1.0)
+    assert_array_equal(p, ks_2samp(ref, test, axis=1).pvalue)
+
+
+def test_pool_with_a_constant_feature_is_refused_by_name():
+    X = np.random.default_rng(0).normal(size=(10, 4))
+    check_no_constant_features(X, "F_clean")
+    X[:, [1, 3]] = 2.0
+    with pytest.raises(ValueError, match=r"F_clean has constant features at indices \[1, 3\]"):
+        check_no_constant_features(X, "F_clean")

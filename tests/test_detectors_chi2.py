@@ -87,3 +87,18 @@ def test_scikit_learn_conventions():
     assert clone(det).get_params() == {"alpha": 0.01}
     with pytest.raises(ValueError):
         ChiSquareShiftDetector(alpha=0).fit(np.array([[0], [1]]))
+
+
+def test_zero_count_rule_uniform_draws_the_p_value_only_where_a_count_is_zero():
+    from dgpbench.detectors.chi2 import chi2_homogeneity, class_counts
+
+    classes, table = class_counts(np.array([0, 1, 1]), np.array([1, 0]), n_classes=3)
+    assert classes.tolist() == [0, 1, 2] and table.tolist() == [[1, 2, 0], [1, 1, 0]]
+    stat, p, dof = chi2_homogeneity(table, zero_counts="uniform", rng=np.random.default_rng(0))
+    assert np.isnan(stat) and p == np.random.default_rng(0).uniform(0.0, 1.0) and dof == 0
+    full = table[:, :2]
+    assert chi2_homogeneity(full, zero_counts="uniform", rng=None) == chi2_homogeneity(full)
+    with pytest.raises(ValueError, match="needs rng"):
+        chi2_homogeneity(table, zero_counts="uniform")
+    with pytest.raises(ValueError, match="zero_counts"):
+        chi2_homogeneity(full, zero_counts="drop")

@@ -29,14 +29,11 @@ def test_names_and_errors():
         make_detector("energy")
 
 
-def test_old_import_paths_keep_working():
-    import dgpbench.detectors.ks as old
+def test_public_import_paths_name_one_class():
+    import dgpbench.detectors.ks as home
 
-    for name in ("CORRECTIONS", "KSTestResult", "_check_no_constant_features", "_decide"):
-        assert hasattr(old, name), name
-    Old = old.KSShiftDetector
-
-    assert Old is KSShiftDetector is dgpbench.KSShiftDetector
+    assert home.__all__ == ["KSShiftDetector"]
+    assert home.KSShiftDetector is KSShiftDetector is dgpbench.KSShiftDetector
     assert dgpbench.MMDShiftDetector is MMDShiftDetector
     assert dgpbench.make_detector is make_detector
 

@@ -7,13 +7,12 @@ import doctest
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import binom, binomtest, ks_2samp
 
 import dgpbench.paper.protocol as protocol
 from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.detectors.ks_test import ks_pvalues_at
 from dgpbench.paper.protocol import (
     bootstrap_detection,
     calibration,
@@ -81,13 +80,13 @@ def test_batches_are_assembled_from_the_drawn_rows(monkeypatch, n, delta):
     F_clean = np.column_stack([np.arange(N, dtype=float), rng.normal(size=N)])
     F_corr = np.column_stack([-(np.arange(N, dtype=float) + 1), rng.normal(size=N)])
     seen = []
-    real = protocol._ks_2samp_pvalues
+    real = protocol.ks_pvalues
 
     def spy(ref, test):
         seen.append((ref.copy(), test.copy()))
         return real(ref, test)
 
-    monkeypatch.setattr(protocol, "_ks_2samp_pvalues", spy)
+    monkeypatch.setattr(protocol, "ks_pvalues", spy)
     monkeypatch.setattr(protocol, "_MAX_CHUNK_ELEMENTS", 2 * n * 2 * 7)  # chunks of 7 draws
     n_draws = 20
     rec = bootstrap_detection(F_clean, F_corr, ns=[n], deltas=[delta], n_draws=n_draws, seed=5)
@@ -119,69 +118,6 @@ def test_decisions_equal_the_detector_on_the_same_rows(features):
         assert_array_equal(rec["rejected"], expected_rejected)
         assert_array_equal(rec["min_p"], expected_min_p)
         assert 0 < rec["rejected"].sum() < 40  # both outcomes occur: the check is not vacuous
-
-
-# --------------------------------------------------------- fast KS kernel == scipy exactly
-
-
-def _check_kernel(ref, test):
-    assert_array_equal(protocol._ks_2samp_pvalues(ref, test), ks_2samp(ref, test, axis=1).pvalue)
-
-
-@pytest.mark.parametrize("n", [2, 10, 20, 50, 200])
-def test_kernel_equals_ks_2samp_continuous_and_extreme(n):
-    rng = np.random.default_rng(n)
-    ref = rng.normal(size=(6, n, 3))
-    test = rng.normal(size=(6, n, 3))
-    test[0] += 100.0  # h = n (disjoint samples)
-    test[1] = ref[1][::-1]  # h = 0 (same values)
-    test[2] += 0.5
-    _check_kernel(ref, test)
-
-
-def test_kernel_covers_scipy_asymptotic_fallback():
-    # At n = 200, h = 1 makes scipy's exact routine fail and fall back to asymptotics.
-    n = 200
-    base = np.arange(n, dtype=float)[None, :, None]
-    ref = np.repeat(base, 3, axis=2)
-    test = ref + np.array([0.5, 1.0, 7.0])  # interleaved (h = 1), h = 1 with ties, h = 7
-    with pytest.warns(RuntimeWarning, match="Exact calculation unsuccessful"):
-        expected = ks_2samp(ref, test, axis=1).pvalue
-    assert_array_equal(protocol._ks_2samp_pvalues(ref, test), expected)
-
-
-@pytest.mark.parametrize(
-    ("dtype_ref", "dtype_test"),
-    [(np.float32, np.float32), (np.float32, np.float64), (np.float64, np.float32)],
-)
-def test_kernel_equals_ks_2samp_dtypes(dtype_ref, dtype_test):
-    rng = np.random.default_rng(1)
-    ref = rng.normal(size=(4, 30, 2)).astype(dtype_ref)
-    test = rng.normal(loc=0.3, size=(4, 30, 2)).astype(dtype_test)
-    _check_kernel(ref, test)
-
-
-@pytest.mark.filterwarnings("ignore:ks_2samp. Exact calculation unsuccessful:RuntimeWarning")
-@settings(max_examples=40, deadline=None)
-@given(
-    n=st.integers(2, 40),
-    levels=st.integers(1, 6),
-    seed=st.integers(0, 2**32 - 1),
-    negzero=st.booleans(),
-)
-def test_kernel_equals_ks_2samp_with_ties(n, levels, seed, negzero):
-    rng = np.random.default_rng(seed)
-    ref = rng.integers(0, levels, size=(3, n, 2)).astype(float)
-    test = rng.integers(0, levels + 1, size=(3, n, 2)).astype(float)
-    if negzero:  # -0.0 and 0.0 are the same value for an ECDF
-        test[test == 0] = -0.0
-    _check_kernel(ref, test)
-
-
-def test_kernel_falls_back_to_scipy_for_unequal_sizes():
-    rng = np.random.default_rng(0)
-    ref, test = rng.normal(size=(2, 12, 2)), rng.normal(size=(2, 9, 2))
-    _check_kernel(ref, test)
 
 
 # ------------------------------------------------------- determinism, pairing, calibration
@@ -253,7 +189,7 @@ def test_calibration_false_positive_rate_matches_exact_ks_size():
     cal = calibration(F, ns=ns, n_draws=n_draws, alpha=alpha)
     expected = []
     for n in ns:
-        table = protocol._ks_table(n)
+        table = ks_pvalues_at(n, np.arange(n + 1))
         size = table[table < alpha / d].max()
         expected.append(1 - (1 - size) ** d)
     assert 0.03 < np.mean(expected) < alpha  # conservative, but close to alpha

@@ -319,14 +319,12 @@ def _correct_across(records: list[tuple[dict, Any]], correction: str) -> None:
     """Decide every batch again at a family-wise (Bonferroni) or false-discovery (BH) level
     over the batches' p-values, each compared at its own test's alpha."""
     import numpy as np
-    from scipy.stats import false_discovery_control
+
+    from dgpbench.detectors.ks_test import apply_correction
 
     p = np.array([r["p_value"] for r, _ in records], dtype=np.float64)
     alpha = records[0][0]["alpha"]
-    if correction == "bonferroni":
-        adjusted = np.minimum(p * len(p), 1.0)
-    else:
-        adjusted = false_discovery_control(p, method="bh")
+    adjusted = apply_correction(p, alpha, correction)[2]
     for (record, _), q in zip(records, adjusted, strict=True):
         record["across"] = {
             "correction": correction,

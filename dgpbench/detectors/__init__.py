@@ -5,6 +5,10 @@
 * :class:`ChiSquareShiftDetector` (``chi2``): class frequencies of hard labels;
 * :class:`ClassifierShiftDetector` (``classif``): a domain classifier's held-out accuracy.
 
+The KS engine (:mod:`~dgpbench.detectors.ks_test`: :func:`ks_test`, the batched
+:func:`ks_pvalues`, the correction :func:`apply_correction`) is what the estimator, the
+DGP paper's protocol and the Failing-loudly grid all call.
+
 Detectors take arrays (features, a label column, or images for the classifier test); none
 loads or runs the user's model. :func:`make_detector` builds one by name.
 
@@ -21,6 +25,9 @@ _EXPORTS = {
     "ClassifierShiftDetector": "dgpbench.detectors.classifier",
     "KSShiftDetector": "dgpbench.detectors.ks",
     "KSTestResult": "dgpbench.detectors.ks_test",
+    "apply_correction": "dgpbench.detectors.ks_test",
+    "ks_pvalues": "dgpbench.detectors.ks_test",
+    "ks_test": "dgpbench.detectors.ks_test",
     "MMDShiftDetector": "dgpbench.detectors.mmd",
     "ShiftTestResult": "dgpbench.detectors.base",
     "make_detector": "dgpbench.detectors.registry",

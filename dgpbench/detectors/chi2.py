@@ -5,10 +5,15 @@ predicted classes :class:`~dgpbench.features.BBSDhFeatures` returns); the test
 compares their class frequencies in a 2 x k contingency table with
 ``scipy.stats.chi2_contingency``. Classes absent from both samples are not in the table (they
 would be all-zero columns, for which the expected counts are 0).
+
+The test itself is two functions the estimator and the Failing-loudly grid share:
+:func:`class_counts` (the table) and :func:`chi2_homogeneity` (its p-value, with Rabanser et
+al.'s zero-count rule as a variant).
 """
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 from typing import Any
 
@@ -20,7 +25,93 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dgpbench._compat import Interval, _fit_context
 from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
 
-__all__ = ["ChiSquareShiftDetector"]
+__all__ = ["ZERO_COUNTS", "ChiSquareShiftDetector", "chi2_homogeneity", "class_counts"]
+
+#: Rules for a table with a zero count: test the table as it is, or a U(0, 1) p-value.
+ZERO_COUNTS: tuple[str, ...] = ("observed", "uniform")
+
+
+def class_counts(
+    y_ref: np.ndarray, y: np.ndarray, n_classes: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The 2 x k contingency table of two samples of integer class labels.
+
+    Parameters
+    ----------
+    y_ref, y : ndarray of int, shape (n_ref,) and (n,)
+        The two samples' labels, taken as checked (non-negative, below ``n_classes``).
+    n_classes : int, optional
+        ``None``: one column per class seen in either sample; else one per class
+        ``0..n_classes - 1``, seen or not.
+
+    Returns
+    -------
+    classes : ndarray of int, shape (k,)
+        The class of each column.
+    table : ndarray of int64, shape (2, k)
+        Counts of the reference (row 0) and of the test sample (row 1).
+
+    Examples
+    --------
+    >>> classes, table = class_counts(np.array([0, 2, 2]), np.array([2, 5]))
+    >>> classes.tolist(), table.tolist()
+    ([0, 2, 5], [[1, 2, 0], [0, 1, 1]])
+    """
+    if n_classes is not None:
+        table = np.stack(
+            [np.bincount(y_ref, minlength=n_classes), np.bincount(y, minlength=n_classes)]
+        )
+        return np.arange(n_classes), table
+    classes, inverse = np.unique(np.concatenate([y_ref, y]), return_inverse=True)
+    n_ref = len(y_ref)
+    table = np.stack(
+        [
+            np.bincount(inverse[:n_ref], minlength=len(classes)),
+            np.bincount(inverse[n_ref:], minlength=len(classes)),
+        ]
+    )
+    return classes, table
+
+
+def chi2_homogeneity(
+    table: np.ndarray, *, zero_counts: str = "observed", rng: np.random.Generator | None = None
+) -> tuple[float, float, int]:
+    """Chi-squared test of equal class frequencies in the two rows of ``table``.
+
+    Parameters
+    ----------
+    table : ndarray of int, shape (2, k)
+        Class counts (:func:`class_counts`).
+    zero_counts : {"observed", "uniform"}, default="observed"
+        ``"observed"``: ``scipy.stats.chi2_contingency`` of the table (a table of one class
+        has no evidence of shift: statistic 0, p-value 1). ``"uniform"``: Rabanser et al.'s
+        rule (their ``shift_tester.py``, ``p_val = random.uniform(0, 1)``): where a count is
+        0, a p-value drawn from U(0, 1) by ``rng`` (statistic NaN, 0 degrees of freedom).
+    rng : numpy.random.Generator, optional
+        Source of the uniform p-value (``zero_counts="uniform"``).
+
+    Returns
+    -------
+    statistic : float
+    p_val : float
+    dof : int
+
+    Examples
+    --------
+    >>> stat, p, dof = chi2_homogeneity(np.array([[10, 0], [0, 10]]))
+    >>> dof, bool(p < 0.001)
+    (1, True)
+    """
+    if zero_counts not in ZERO_COUNTS:
+        raise ValueError(f"zero_counts must be 'observed' or 'uniform', got {zero_counts!r}")
+    if zero_counts == "uniform" and (table == 0).any():
+        if rng is None:
+            raise ValueError("zero_counts='uniform' needs rng")
+        return math.nan, float(rng.uniform(0.0, 1.0)), 0
+    if table.shape[1] < 2:
+        return 0.0, 1.0, 0
+    res = chi2_contingency(table)
+    return float(res.statistic), float(res.pvalue), int(res.dof)
 
 
 def _label_column(est: BaseEstimator, X: Any, *, reset: bool, name: str) -> np.ndarray:
@@ -127,19 +218,9 @@ class ChiSquareShiftDetector(BaseEstimator):
         check_is_fitted(self)
         labels = _label_column(self, X, reset=False, name="X")
         check_min_samples(len(labels), 2, "X", "a frequency needs samples")
-        classes, inverse = np.unique(np.concatenate([self.y_ref_, labels]), return_inverse=True)
+        classes, table = class_counts(self.y_ref_, labels)
+        stat, p_val, dof = chi2_homogeneity(table)
         n_ref = len(self.y_ref_)
-        table = np.stack(
-            [
-                np.bincount(inverse[:n_ref], minlength=len(classes)),
-                np.bincount(inverse[n_ref:], minlength=len(classes)),
-            ]
-        )
-        if len(classes) < 2:
-            stat, p_val, dof = 0.0, 1.0, 0
-        else:
-            res = chi2_contingency(table)
-            stat, p_val, dof = float(res.statistic), float(res.pvalue), int(res.dof)
         return ShiftTestResult(
             is_drift=bool(p_val < self.alpha),
             statistic=stat,

@@ -4,10 +4,9 @@ The detector follows Rabanser et al. (2019), as used in the DGP paper (Sec. 5): 
 feature dimension between a clean reference batch and a test batch, combined by a multiple-test
 correction; the batch is flagged as shifted if at least one corrected test rejects.
 
-The test itself (:func:`~dgpbench.detectors.ks_test.ks_test`, with the decision rule
-:func:`_decide` shared with :mod:`dgpbench.paper.protocol`, so the bootstrap protocol and the
-estimator cannot drift apart) lives in :mod:`dgpbench.detectors.ks_test`, without
-scikit-learn; this module adds the estimator: parameters and input checks.
+The test itself (:func:`~dgpbench.detectors.ks_test.ks_test`) lives in
+:mod:`dgpbench.detectors.ks_test`, the KS engine every KS decision of the package runs
+through, without scikit-learn; this module adds the estimator: parameters and input checks.
 """
 
 from __future__ import annotations
@@ -20,27 +19,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
-from dgpbench.detectors.ks_test import (  # re-exported: their home before the split
-    CORRECTIONS,
-    KSTestResult,
-    _decide,
-    constant_in_both,
-    ks_test,
-)
+from dgpbench.detectors.ks_test import KSTestResult, ks_test
 
-__all__ = ["CORRECTIONS", "KSShiftDetector", "KSTestResult", "_decide", "constant_in_both"]
-
-
-def _check_no_constant_features(X: np.ndarray, name: str) -> None:
-    """Raise if a column of the reference ``X`` (shape (n, d)) has all values equal (the
-    paper's bootstrap protocol keeps this check: there a constant feature is a bug)."""
-    constant = np.flatnonzero((X == X[:1]).all(axis=0))
-    if constant.size:
-        raise ValueError(
-            f"{name} has constant features at indices {constant.tolist()}: a constant "
-            "reference gives the KS test no distribution to compare against; drop these "
-            "features or use a more varied reference."
-        )
+__all__ = ["KSShiftDetector"]
 
 
 class KSShiftDetector(BaseEstimator):
@@ -79,7 +60,7 @@ class KSShiftDetector(BaseEstimator):
     Input checks (all ``ValueError``): NaN or inf; fewer than 2 samples in the reference or the
     test batch; a test batch whose number of features differs from the reference. Constant
     features are allowed, with one rule for the detector and the grid's batched KS
-    (:func:`dgpbench.failing_loudly.toolbox.ks_batch`): a feature constant in both samples
+    (:func:`dgpbench.detectors.ks_test.ks_pvalues`): a feature constant in both samples
     with the same value gets ``p = 1``, as ``scipy.stats.ks_2samp`` gives it, and ``test``
     warns how many there are (they still count in ``d``, the Bonferroni divisor). A
     constant reference with a test batch that varies, or constant at another value, is

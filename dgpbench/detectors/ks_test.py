@@ -1,10 +1,19 @@
-"""The two-sample KS test of a batch, on arrays: no estimator, no scikit-learn.
+"""The two-sample Kolmogorov-Smirnov test on arrays: the one KS engine of dgpbench.
 
-:func:`ks_test` is the whole test of :class:`dgpbench.detectors.KSShiftDetector` once its
-inputs are checked: per-feature ``scipy.stats.ks_2samp`` along axis 0, one multiple-test
-correction (:func:`_decide`, shared with :mod:`dgpbench.paper.protocol`) and the record
-(:class:`KSTestResult`). It lives apart from the estimator so that scoring a saved detector
-(:mod:`dgpbench.saved.scoring`) runs the same arithmetic without importing scikit-learn.
+Every KS decision in the package runs here, without scikit-learn:
+
+* :func:`ks_test` is the whole test of :class:`dgpbench.detectors.KSShiftDetector` once its
+  inputs are checked: per-feature ``scipy.stats.ks_2samp`` along axis 0, the correction
+  and the record (:class:`KSTestResult`); scoring a saved detector
+  (:mod:`dgpbench.saved.scoring`) calls it too;
+* :func:`ks_pvalues` gives the same p-values for many (reference, test) batches at once, bit
+  for bit, for the DGP paper's bootstrap protocol (:mod:`dgpbench.paper.protocol`) and the
+  Failing-loudly grid (:mod:`dgpbench.failing_loudly.toolbox`);
+* :func:`apply_correction` is the decision rule (Bonferroni, Benjamini-Hochberg or none)
+  all of them apply;
+* :func:`constant_in_both` and :func:`check_no_constant_features` are the two rules for
+  constant features: data for a test (p = 1 when constant in both samples), an error in the
+  pool the paper's protocol draws its references from.
 """
 
 from __future__ import annotations
@@ -18,10 +27,24 @@ from scipy.stats import false_discovery_control, ks_2samp
 
 from dgpbench.detectors.base import drift_meta, package_version
 
-__all__ = ["CORRECTIONS", "KSTestResult", "constant_in_both", "ks_test"]
+__all__ = [
+    "CORRECTIONS",
+    "SCIPY_MAX_AUTO_N",
+    "KSTestResult",
+    "apply_correction",
+    "check_no_constant_features",
+    "constant_in_both",
+    "ks_pvalues",
+    "ks_pvalues_at",
+    "ks_test",
+]
 
 #: Multiple-test corrections of the KS test (``None`` = uncorrected).
 CORRECTIONS: tuple[str | None, ...] = ("bonferroni", "fdr", None)
+#: ``scipy.stats.ks_2samp(method="auto")`` is exact up to this sample size (its MAX_AUTO_N).
+SCIPY_MAX_AUTO_N = 10_000
+# n -> (p-value at h = 0..n, which of them are computed): filled by ks_pvalues_at.
+_KS_TABLES: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,10 +158,10 @@ class KSTestResult:
         }
 
 
-def _decide(
+def apply_correction(
     p_val: np.ndarray, alpha: float, correction: str | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Apply a multiple-test correction along the last axis.
+    """Apply a multiple-test correction along the last axis and decide.
 
     Parameters
     ----------
@@ -147,7 +170,9 @@ def _decide(
     alpha : float
         Significance level.
     correction : {"bonferroni", "fdr"} or None
-        The correction.
+        The correction: Bonferroni rejects if ``min p < alpha / d`` (the DGP paper's rule),
+        ``"fdr"`` if a Benjamini-Hochberg adjusted p-value is below ``alpha``, ``None`` if
+        ``min p < alpha``.
 
     Returns
     -------
@@ -157,6 +182,17 @@ def _decide(
         Cut-off on the raw p-values (see :class:`KSTestResult`).
     p_val_adjusted : ndarray of shape (..., d)
         Corrected p-values.
+
+    Raises
+    ------
+    ValueError
+        If ``correction`` is not one of :data:`CORRECTIONS`.
+
+    Examples
+    --------
+    >>> is_drift, threshold, p_adj = apply_correction(np.array([0.01, 0.5]), 0.05, "bonferroni")
+    >>> bool(is_drift), float(threshold), p_adj.tolist()
+    (True, 0.025, [0.02, 1.0])
     """
     p_val = np.asarray(p_val, dtype=np.float64)
     d = p_val.shape[-1]
@@ -178,17 +214,117 @@ def _decide(
         threshold = np.full(p_val.shape[:-1], float(alpha))
         is_drift = p_val.min(axis=-1) < threshold
         p_adj = p_val.copy()
-    else:  # _parameter_constraints rejects this earlier; never fall through silently
-        raise NotImplementedError(f"correction={correction!r} is not implemented")
+    else:  # the callers check parameters first; never fall through silently
+        raise ValueError(f"correction must be 'bonferroni', 'fdr' or None, got {correction!r}")
     return np.asarray(is_drift, dtype=bool), np.asarray(threshold, dtype=np.float64), p_adj
+
+
+def ks_pvalues(ref: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """``scipy.stats.ks_2samp(ref, test, axis=1).pvalue``, bit for bit, for many batches at once.
+
+    ``ks_2samp`` loops over columns in Python (~0.25 ms each). With ``method="auto"`` and
+    equal sample sizes ``n <= 10000`` (:data:`SCIPY_MAX_AUTO_N`) SciPy computes the exact
+    p-value, which depends only on the integer ``h = n * D`` (it rounds ``D * lcm(n1, n2)``
+    first). So: ``h`` of every column by integer arithmetic, then the p-value that
+    ``ks_2samp`` itself gives at ``h`` (:func:`ks_pvalues_at`). Unequal sizes and larger
+    ``n`` go to ``ks_2samp`` directly.
+
+    Parameters
+    ----------
+    ref : ndarray of shape (c, n, d)
+        ``c`` reference batches of ``n`` samples with ``d`` features each.
+    test : ndarray of shape (c, m, d)
+        ``c`` test batches.
+
+    Returns
+    -------
+    ndarray of shape (c, d)
+        Two-sided KS p-values, per batch and feature.
+
+    Examples
+    --------
+    >>> ref = np.arange(10.0).reshape(1, 10, 1)
+    >>> p = ks_pvalues(ref, ref + 7.0)
+    >>> p.shape, bool(p[0, 0] == ks_2samp(ref[0, :, 0], ref[0, :, 0] + 7.0).pvalue)
+    ((1, 1), True)
+    """
+    n = ref.shape[1]
+    if test.shape[1] != n or n > SCIPY_MAX_AUTO_N:  # outside the exact, equal-n regime
+        return np.asarray(ks_2samp(ref, test, axis=1).pvalue, dtype=np.float64)
+    return ks_pvalues_at(n, _ks_h(ref, test))
+
+
+def _ks_h(ref: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """``n * D`` (an integer in 0..n) of every batch and feature, ``(c, n, d)`` -> ``(c, d)``."""
+    n = ref.shape[1]
+    # Pool each column's 2n values contiguously, (c, d, 2n): sorting along the last axis is
+    # several times faster than along a strided middle axis.
+    values = np.concatenate(
+        [np.swapaxes(ref, 1, 2), np.swapaxes(test, 1, 2)], axis=2, dtype=np.result_type(ref, test)
+    )
+    # Any sort works: within a tie group only the group's last position is read below, and
+    # the walk there counts the whole group whatever its internal order.
+    order = np.argsort(values, axis=2)
+    sorted_values = np.take_along_axis(values, order, axis=2)
+    # +1 per reference value, -1 per test value: n * (ECDF_ref - ECDF_test) in integers; with
+    # ties only the last position of a tie group counts (right-continuous ECDFs, scipy's
+    # searchsorted(side="right")).
+    walk = np.cumsum(np.where(order < n, 1, -1).astype(np.int32), axis=2)
+    end_of_tie = np.ones(values.shape, dtype=bool)
+    end_of_tie[..., :-1] = sorted_values[..., 1:] != sorted_values[..., :-1]
+    return np.where(end_of_tie, np.abs(walk), 0).max(axis=2)
+
+
+def ks_pvalues_at(n: int, h: np.ndarray) -> np.ndarray:
+    """``ks_2samp`` p-values of two size-``n`` samples whose KS statistic is ``h / n``.
+
+    Each value is computed once per process by ``ks_2samp`` itself and kept: sample
+    ``0..n-1`` against ``h..h+n-1`` has ECDF distance exactly ``h / n``. Only the ``h`` met
+    are computed (at n = 10000 all ``n + 1`` values cost ~27 s, the few hundred a grid cell
+    meets well under one).
+
+    Parameters
+    ----------
+    n : int
+        Size of each sample, ``2 <= n <= SCIPY_MAX_AUTO_N`` for the exact p-values.
+    h : array-like of int
+        Statistics times ``n``, in ``0..n``.
+
+    Returns
+    -------
+    ndarray of float, shape of ``h``
+
+    Examples
+    --------
+    >>> ks_pvalues_at(10, [0, 10]).tolist()
+    [1.0, 1.0825088224469026e-05]
+    """
+    h = np.asarray(h, dtype=np.int64)
+    values, known = _KS_TABLES.setdefault(n, (np.zeros(n + 1), np.zeros(n + 1, dtype=bool)))
+    missing = np.unique(h[~known[h]])
+    if missing.size:
+        base = np.arange(n, dtype=np.float64)[:, None]
+        with warnings.catch_warnings():
+            # SciPy falls back to its asymptotic formula for some h (e.g. h = 1 at n = 200)
+            # and warns; that value is what ks_2samp returns for such data, so keep it quietly.
+            warnings.filterwarnings("ignore", "ks_2samp: Exact calculation unsuccessful")
+            res = ks_2samp(
+                np.broadcast_to(base, (n, missing.size)), base + missing[None, :], axis=0
+            )
+        # Guard the construction: the statistics must be exactly h / n.
+        if not np.array_equal(np.asarray(res.statistic), missing / n):
+            raise RuntimeError(f"KS p-value table for n={n} has unexpected statistics")
+        values[missing] = np.asarray(res.pvalue, dtype=np.float64)
+        known[missing] = True
+    return values[h]
 
 
 def constant_in_both(X_ref: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Features (columns) that take one and the same value in every row of both samples.
 
     Their KS statistic is 0 and their p-value 1 (``scipy.stats.ks_2samp``'s answer, which
-    the detector and the grid's batched KS both keep): such a feature (a border pixel that
-    is 0 in every image, a dead unit) carries no evidence either way.
+    the detector and the batched :func:`ks_pvalues` both keep): such a feature (a border
+    pixel that is 0 in every image, a dead unit) carries no evidence either way.
 
     Parameters
     ----------
@@ -201,6 +337,33 @@ def constant_in_both(X_ref: np.ndarray, X: np.ndarray) -> np.ndarray:
     """
     first = X_ref[:1]
     return (X_ref == first).all(axis=0) & (X == first).all(axis=0)
+
+
+def check_no_constant_features(X: np.ndarray, name: str) -> None:
+    """Raise if a column of ``X`` (shape (n, d)) has all values equal.
+
+    The DGP paper's bootstrap protocol draws its references from ``X``: there a feature
+    constant over all rows is a bug of the representation, not data.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        The pool of features.
+    name : str
+        Its name in the message.
+
+    Raises
+    ------
+    ValueError
+        Naming the constant columns.
+    """
+    constant = np.flatnonzero((X == X[:1]).all(axis=0))
+    if constant.size:
+        raise ValueError(
+            f"{name} has constant features at indices {constant.tolist()}: a constant "
+            "reference gives the KS test no distribution to compare against; drop these "
+            "features or use a more varied reference."
+        )
 
 
 def _warn_constant(constant: np.ndarray) -> None:
@@ -265,7 +428,7 @@ def ks_test(
     _warn_constant(constant_in_both(X_ref, X))
     distance = np.atleast_1d(np.asarray(res.statistic, dtype=np.float64))
     p_val = np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64))
-    is_drift, threshold, p_adj = _decide(p_val, alpha, correction)
+    is_drift, threshold, p_adj = apply_correction(p_val, alpha, correction)
     for arr in (distance, p_val, p_adj):
         arr.setflags(write=False)
     return KSTestResult(

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dgpbench._validation import as_float_array, check_int
-from dgpbench.detectors.ks import CORRECTIONS, _check_no_constant_features
+from dgpbench.detectors.ks_test import CORRECTIONS, check_no_constant_features
 from dgpbench.paper.protocol import (
     DELTAS,
     NS,
@@ -257,7 +257,7 @@ def label_shift_detection(
     alpha = _check_alpha(alpha)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
-    _check_no_constant_features(F_clean, "F_clean")
+    check_no_constant_features(F_clean, "F_clean")
     frames = []
     for level in levels:
         for n in ns:

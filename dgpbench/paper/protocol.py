@@ -28,17 +28,21 @@ from __future__ import annotations
 
 import functools
 import logging
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
 import pandas as pd
-from scipy.stats import ks_2samp, norm
+from scipy.stats import norm
 
 from dgpbench._validation import as_float_array, check_int
-from dgpbench.detectors.ks import CORRECTIONS, _check_no_constant_features, _decide
+from dgpbench.detectors.ks_test import (
+    CORRECTIONS,
+    apply_correction,
+    check_no_constant_features,
+    ks_pvalues,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +70,6 @@ DELTAS: tuple[float, ...] = (0.25, 0.5, 1.0)
 _STREAM_TAG = 0x50524F54
 # Upper bound on pooled (reference + test) elements per batched KS evaluation: ~50 MB peak.
 _MAX_CHUNK_ELEMENTS = 1_000_000
-# scipy.stats.ks_2samp(method="auto") is exact up to this sample size (its MAX_AUTO_N).
-_SCIPY_MAX_AUTO_N = 10_000
 
 RECORD_COLUMNS: tuple[str, ...] = ("n", "delta", "draw", "rejected", "min_p")
 
@@ -245,9 +247,10 @@ def bootstrap_detection(
     -----
     Each draw's decision equals ``KSShiftDetector(alpha, correction).fit(ref).predict(test)``
     on the same rows. The KS p-values of many draws are computed in one batched pass that
-    reproduces ``scipy.stats.ks_2samp`` bit for bit (see ``_ks_2samp_pvalues``; at d = 10 the
-    paper's grid of 1500 draws takes ~0.1 s instead of ~0.9 s through ``ks_2samp``). A feature constant within one small reference
-    draw is data, not an error, and is tested as is.
+    reproduces ``scipy.stats.ks_2samp`` bit for bit
+    (:func:`dgpbench.detectors.ks_test.ks_pvalues`; at d = 10 the paper's grid of 1500 draws
+    takes ~0.1 s instead of ~0.9 s through ``ks_2samp``). A feature constant within one
+    small reference draw is data, not an error, and is tested as is.
 
     Examples
     --------
@@ -274,7 +277,7 @@ def bootstrap_detection(
             )
     elif any(d > 0 for d in deltas):
         raise ValueError(f"F_corr is None but deltas {deltas} include values > 0")
-    _check_no_constant_features(F_clean, "F_clean")
+    check_no_constant_features(F_clean, "F_clean")
 
     frames = []
     for n in ns:
@@ -376,78 +379,10 @@ def _run_draws(
         if mask.any():
             test[mask] = F_corr[idx.test[s][mask]]
         ref = F_clean[idx.reference[s]]
-        p_val = _ks_2samp_pvalues(ref, test)  # (c, d)
-        rejected[s], _, _ = _decide(p_val, alpha, correction)
+        p_val = ks_pvalues(ref, test)  # (c, d)
+        rejected[s], _, _ = apply_correction(p_val, alpha, correction)
         min_p[s] = p_val.min(axis=-1)
     return rejected, min_p
-
-
-def _ks_2samp_pvalues(ref: np.ndarray, test: np.ndarray) -> np.ndarray:
-    """``ks_2samp(ref, test, axis=1).pvalue`` for equal sample sizes, bit for bit, but batched.
-
-    ``scipy.stats.ks_2samp`` loops over columns in Python (~0.25 ms each), which made the
-    protocol spend most of its time in that loop. With ``method="auto"`` and ``n1 = n2 = n <=
-    10000`` SciPy computes the exact p-value, which depends only on ``h = n * D`` (it rounds
-    ``D * lcm(n1, n2)`` to the integer ``h`` first). So: compute ``h`` for every column with
-    integer arithmetic, then look the p-value up in a table that ``ks_2samp`` itself filled
-    for ``h = 0..n`` (:func:`_ks_table`). ``tests/test_protocol.py`` checks equality with
-    ``ks_2samp`` including ties, float32 and mixed dtypes.
-
-    Parameters
-    ----------
-    ref, test : ndarray of shape (c, n, d)
-        ``c`` batches of ``n`` samples with ``d`` features each.
-
-    Returns
-    -------
-    ndarray of shape (c, d)
-        Two-sided KS p-values.
-    """
-    n = ref.shape[1]
-    if test.shape[1] != n or n > _SCIPY_MAX_AUTO_N:  # outside the exact, equal-n regime
-        return np.asarray(ks_2samp(ref, test, axis=1).pvalue, dtype=np.float64)
-    # Pool each column's 2n values contiguously, (c, d, 2n): sorting along the last axis is
-    # several times faster than along a strided middle axis.
-    values = np.concatenate(
-        [np.swapaxes(ref, 1, 2), np.swapaxes(test, 1, 2)],
-        axis=2,
-        dtype=np.result_type(ref, test),
-    )
-    # Any sort works: within a tie group only the group's last position is read below, and
-    # the walk there counts the whole group whatever its internal order.
-    order = np.argsort(values, axis=2)
-    sorted_values = np.take_along_axis(values, order, axis=2)
-    # Walk through the pooled sorted sample: +1 for a reference value, -1 for a test value;
-    # the walk equals n * (ECDF_ref - ECDF_test) exactly, in integers.
-    walk = np.cumsum(np.where(order < n, 1, -1).astype(np.int32), axis=2)
-    # ECDFs are right-continuous: with ties, only the last position of a tie group counts
-    # (scipy's searchsorted(side="right")).
-    end_of_tie = np.ones(values.shape, dtype=bool)
-    end_of_tie[..., :-1] = sorted_values[..., 1:] != sorted_values[..., :-1]
-    h = np.where(end_of_tie, np.abs(walk), 0).max(axis=2)  # (c, d), in 0..n
-    return _ks_table(n)[h]
-
-
-@functools.lru_cache(maxsize=32)
-def _ks_table(n: int) -> np.ndarray:
-    """``ks_2samp`` p-values of two size-``n`` samples with KS statistic ``h / n``, h = 0..n.
-
-    Sample ``0..n-1`` against ``h..h+n-1`` has ECDF distance exactly ``h / n``; one
-    vectorised ``ks_2samp`` call over the ``n + 1`` columns fills the table.
-    """
-    base = np.arange(n, dtype=np.float64)[:, None]
-    shift = np.arange(n + 1, dtype=np.float64)[None, :]
-    with warnings.catch_warnings():
-        # SciPy falls back to its asymptotic formula for some h (e.g. h = 1 at n = 200) and
-        # warns; the fallback value is what ks_2samp returns for such data, so keep it quietly.
-        warnings.filterwarnings("ignore", "ks_2samp: Exact calculation unsuccessful")
-        res = ks_2samp(np.broadcast_to(base, (n, n + 1)), base + shift, axis=0)
-    # Guard the construction: the statistics must be exactly h / n.
-    if not np.array_equal(np.asarray(res.statistic), np.arange(n + 1) / n):
-        raise RuntimeError(f"KS p-value table for n={n} has unexpected statistics")
-    table = np.asarray(res.pvalue, dtype=np.float64)
-    table.setflags(write=False)
-    return table
 
 
 def wilson_interval(
