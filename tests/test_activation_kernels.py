@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
-from pathlib import Path
 import tracemalloc
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -302,6 +302,14 @@ def test_resolve_n_jobs():
             resolve_n_jobs(bad)
 
 
+_REPRESENTATIONS = [
+    tu_representation,
+    dgp_representation,
+    dgp_approx_representation,
+    magdiff_representation,
+]
+
+
 @pytest.mark.parametrize(
     ("X", "kwargs", "exc", "match"),
     [
@@ -315,14 +323,6 @@ def test_resolve_n_jobs():
         (np.ones((2, 6)), {"n_jobs": 0}, ValueError, "n_jobs"),
     ],
 )
-_REPRESENTATIONS = [
-    tu_representation,
-    dgp_representation,
-    dgp_approx_representation,
-    magdiff_representation,
-]
-
-
 @pytest.mark.parametrize("func", _REPRESENTATIONS)
 def test_bad_input(func, X, kwargs, exc, match):
     if func is magdiff_representation and "n_jobs" in kwargs:
