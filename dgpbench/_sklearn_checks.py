@@ -69,13 +69,13 @@ def _registry() -> dict[type, dict[str, str]]:
     # modules of other estimators are loaded only when the registry is consulted.
     from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
     from dgpbench.detectors.ks import KSShiftDetector
-    from dgpbench.features.base import _MLPFeatures
+    from dgpbench.features.network import NetworkFeatures
 
     return {
         KSShiftDetector: dict(_BATCH_LEVEL_DETECTOR),
         MMDShiftDetector: dict(_BATCH_LEVEL_TEST),
         ClassifierShiftDetector: dict(_BATCH_LEVEL_TEST),
-        _MLPFeatures: dict(_MODEL_TRANSFORMER),
+        NetworkFeatures: dict(_MODEL_TRANSFORMER),
     }
 
 

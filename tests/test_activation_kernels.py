@@ -1,10 +1,13 @@
-"""Per-sample TU, DGP and MAGDiff kernels against explicitly built activation graphs."""
+"""Per-sample TU, DGP, DGP-approximation and MAGDiff kernels against explicitly built
+activation graphs, and where the compiled kernels live."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import itertools
 import tracemalloc
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -23,6 +26,7 @@ from test_topology_oracles import (
 from torch import nn
 
 from dgpbench.topology import (
+    dgp_approx_representation,
     dgp_representation,
     magdiff_representation,
     mst_weights,
@@ -207,6 +211,47 @@ def test_accepts_torch_model_and_torch_tensor():
     assert np.array_equal(dgp_representation(net, X), dgp_representation(graph, X.numpy()))
     assert np.array_equal(tu_representation(net, X)[1], tu_representation(graph, X)[1])
     assert np.array_equal(magdiff_representation(net, X), magdiff_representation(graph, X))
+    assert np.array_equal(dgp_approx_representation(net, X), dgp_approx_representation(graph, X))
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_dgp_approx_is_the_row_and_column_maxima_of_the_summary_matrix(standardize, normalize):
+    graph = _mlp((7, 6, 5, 3))
+    X = _inputs(np.random.default_rng(3), 9, 7)
+    got = dgp_approx_representation(
+        graph, X, standardize=standardize, normalize=normalize, batch_size=4
+    )
+    assert got.shape == (9, 7 + 3) and got.dtype == np.float32
+    for row, graphs in zip(got, explicit_graphs(graph, X), strict=True):
+        mats = [np.abs(standardize_ref(G)) if standardize else np.abs(G) for G in graphs]
+        S = summary_algorithm1(mats)
+        ref = np.r_[S.max(axis=1), S.max(axis=0)]
+        top = max(float(m.max()) for m in mats)
+        if normalize and top > 0:
+            ref = ref / top
+        np.testing.assert_allclose(row, ref, rtol=2e-5, atol=1e-6)
+
+
+def test_numba_kernels_live_in_the_kernels_module():
+    """The persistence computations (dgpbench.features, dgpbench.topology) compile their
+    loops in dgpbench/topology/_kernels.py only; the public modules wrap them."""
+    root = Path(__file__).resolve().parents[1] / "dgpbench"
+    allowed = {root / "topology" / "_kernels.py", root / "topology" / "_threads.py"}
+    offenders = []
+    for package in ("features", "topology"):
+        for path in sorted((root / package).rglob("*.py")):
+            if path in allowed:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [node.module or ""]
+                if any(n == "numba" or n.startswith("numba.") for n in names):
+                    offenders.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not offenders, f"numba used outside topology/_kernels.py: {offenders}"
 
 
 def test_streams_without_materialising_graphs():
@@ -257,6 +302,14 @@ def test_resolve_n_jobs():
             resolve_n_jobs(bad)
 
 
+_REPRESENTATIONS = [
+    tu_representation,
+    dgp_representation,
+    dgp_approx_representation,
+    magdiff_representation,
+]
+
+
 @pytest.mark.parametrize(
     ("X", "kwargs", "exc", "match"),
     [
@@ -270,7 +323,7 @@ def test_resolve_n_jobs():
         (np.ones((2, 6)), {"n_jobs": 0}, ValueError, "n_jobs"),
     ],
 )
-@pytest.mark.parametrize("func", [tu_representation, dgp_representation, magdiff_representation])
+@pytest.mark.parametrize("func", _REPRESENTATIONS)
 def test_bad_input(func, X, kwargs, exc, match):
     if func is magdiff_representation and "n_jobs" in kwargs:
         return
@@ -278,7 +331,7 @@ def test_bad_input(func, X, kwargs, exc, match):
         func(_mlp((6, 5, 4)), X, **kwargs)
 
 
-@pytest.mark.parametrize("func", [tu_representation, dgp_representation, magdiff_representation])
+@pytest.mark.parametrize("func", _REPRESENTATIONS)
 def test_bad_graph(func):
     with pytest.raises(TypeError, match="graph must be"):
         func([np.ones((2, 2))], np.ones((1, 2)))

@@ -2,6 +2,8 @@
 the authors' definition for dgp_approx, the model's argmax for bbsdh, the autoencoders'
 architectures, training, checkpoints, and the shared transformer contract."""
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -174,16 +176,71 @@ def test_tae_refuses_a_corrupt_checkpoint_and_pixels_outside_0_1(digits, tmp_pat
         UAEFeatures().fit(np.zeros((4, 10)))
 
 
+#: The workflow's forward-pass parameters that the model-free representations use; the
+#: others (built on the classifier) take all four and the model.
+_MODEL_FREE_TAKES = {
+    "noredu": set(),
+    "pca": set(),
+    "srp": set(),
+    "uae": {"batch_size", "device"},
+    "tae": {"batch_size", "device"},
+}
+
+
 @pytest.mark.parametrize("name", NEW)
-def test_workflow_parameters_clone_and_unfitted_errors(name, mlp):
+def test_each_representation_gets_only_the_parameters_it_names(name, mlp):
     params = {"batch_size": 7, "n_jobs": 1, "progress": False, "device": "cpu"}
     est = make_features(name, mlp, **params)
     got = clone(est).get_params()
-    assert {k: got[k] for k in params} == params
+    takes = _MODEL_FREE_TAKES.get(name, set(params))
+    assert {k: got[k] for k in set(got) & set(params)} == {k: params[k] for k in takes}
+    assert ("model" in got) == (name not in _MODEL_FREE_TAKES)
     from sklearn.exceptions import NotFittedError
 
     with pytest.raises(NotFittedError):
         est.transform(np.zeros((2, 64), dtype=np.float32))
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_get_params_names_exactly_the_constructor_parameters(name):
+    cls = METHODS[name][0]
+    assert set(cls().get_params()) == set(inspect.signature(cls).parameters)
+
+
+def test_registry_passes_seeds_to_the_seeded_only(mlp):
+    assert make_features("pca", mlp, random_state=5, n_jobs=2).random_state == 5
+    assert "random_state" not in make_features("noredu", mlp, random_state=5).get_params()
+    with pytest.raises(TypeError, match="standardize"):
+        make_features("tu_norm", mlp, standardize=False)  # the method fixes it
+
+
+@pytest.mark.parametrize("name", ["noredu", "pca", "srp", "uae", "tae"])
+def test_saved_model_free_detector_with_the_older_parameters_loads(name, digits, tmp_path):
+    """Files written when the model-free representations took (and ignored) ``model``,
+    ``batch_size``, ``n_jobs``, ``progress`` and ``device`` record those parameters: they
+    load, with the same p-values."""
+    import json
+
+    from dgpbench.detectors import MMDShiftDetector
+    from dgpbench.saved import FittedDetector, load_detector, save_detector
+
+    x_ref, _, x = digits
+    params = {"epochs": 1} if name == "tae" else {}
+    feats = make_features(name, None, **params).fit(x_ref[:60])
+    det = MMDShiftDetector(n_permutations=19, random_state=0).fit(feats.transform(x_ref[60:90]))
+    fitted = FittedDetector(feats, det, {"method": name})
+    path = tmp_path / "det.npz"
+    save_detector(path, fitted)
+    with np.load(path) as store:
+        arrays = {k: store[k] for k in store.files}
+    meta = json.loads(str(arrays["__meta__"]))
+    older = {"batch_size": 256, "n_jobs": None, "progress": False, "device": "cpu"}
+    meta["features"]["params"].update(older)
+    arrays["__meta__"] = np.array(json.dumps(meta))
+    np.savez(path, **arrays)
+    loaded = load_detector(path)
+    assert loaded.features.get_params() == feats.get_params()
+    np.testing.assert_array_equal(loaded.test(x[:30]).p_val, fitted.test(x[:30]).p_val)
 
 
 @pytest.mark.parametrize("name", ["noredu", "pca", "srp", "uae"])

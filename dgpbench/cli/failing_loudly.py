@@ -300,10 +300,8 @@ def _make_rep(name: str, model, args: argparse.Namespace):
     }  # fmt: skip
     if args.protocol == "rabanser" and name in ("pca", "srp"):
         params["n_components"] = RABANSER_DIMENSIONS
-    try:
-        return make_representation(name, model, random_state=args.seed, **params)
-    except TypeError:  # a representation without randomness takes no random_state
-        return make_representation(name, model, **params)
+    # a representation without randomness is built without random_state
+    return make_representation(name, model, random_state=args.seed, **params)
 
 
 def _check_representation(name: str) -> None:

@@ -495,7 +495,7 @@ def _make_features(args: argparse.Namespace, method: str) -> Any:
     if method == "images":
         from dgpbench.features.reductions import ImageFeatures
 
-        return ImageFeatures(args.model)
+        return ImageFeatures()
     from dgpbench.features.registry import make_features
 
     params: dict[str, Any] = {

@@ -197,9 +197,11 @@ def make_representation(name: str, model: Any, **params: Any) -> Any:
         ``dgp``, ``tu``, ``magdiff``, ``softmax`` (and the other :data:`dgpbench.features.registry.METHODS`),
         or ``classif`` (the images, for the domain classifier).
     model : torch.nn.Module, path-like or None
-        The classifier; ``None`` for :data:`MODEL_FREE` representations.
+        The classifier; ignored by the :data:`MODEL_FREE` representations (``None`` will do).
     **params
-        Constructor parameters (``batch_size``, ``n_jobs``, ``device``, ``random_state``).
+        Constructor parameters (``batch_size``, ``n_jobs``, ``device``, ``random_state``);
+        each representation receives those its constructor names
+        (:func:`dgpbench.features.registry.make_features`).
 
     Raises
     ------

@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import resolve_device
-from dgpbench.features.base import WORKFLOW_CONSTRAINTS
+from dgpbench.features.base import FORWARD_CONSTRAINTS
 
 __all__ = [
     "ARCHITECTURES",
@@ -211,11 +211,12 @@ def _image_shape(X: Any, given: Any) -> tuple[int, int, int]:
 
 
 class _Autoencoder(TransformerMixin, BaseEstimator):
-    """Shared: image handling, the encoder's forward pass in chunks."""
+    """Shared: image handling, the encoder's forward pass in chunks (``batch_size``,
+    ``device``)."""
 
     _prefix: ClassVar[str] = "ae"
     _parameter_constraints: ClassVar[dict] = {
-        **WORKFLOW_CONSTRAINTS,
+        **FORWARD_CONSTRAINTS,
         "architecture": [StrOptions({"auto", *ARCHITECTURES})],
         "image_shape": ["array-like", None],
         "random_state": [Interval(Integral, 0, None, closed="left")],
@@ -271,8 +272,6 @@ class UAEFeatures(_Autoencoder):
 
     Parameters
     ----------
-    model : ignored, default=None
-        Accepted for the uniform ``Cls(model, **params)`` interface.
     architecture : {"auto", "mnist", "cifar10", "mnist_usps"}, default="auto"
         Rabanser et al.'s architecture; ``"auto"``: ``cifar10`` for 3 channels, ``mnist``
         for 1 channel of at least 16 x 16 pixels, ``mnist_usps`` for smaller images.
@@ -283,8 +282,6 @@ class UAEFeatures(_Autoencoder):
         Seed of the random initialisation.
     batch_size : int, default=256
         Images per forward chunk.
-    n_jobs, progress : unused
-        The workflow's parameters.
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where the encoder runs.
 
@@ -311,23 +308,17 @@ class UAEFeatures(_Autoencoder):
 
     def __init__(
         self,
-        model: Any = None,
         *,
         architecture: str = "auto",
         image_shape: Any = None,
         random_state: int = 0,
         batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
         device: str = "cpu",
     ) -> None:
-        self.model = model
         self.architecture = architecture
         self.image_shape = image_shape
         self.random_state = random_state
         self.batch_size = batch_size
-        self.n_jobs = n_jobs
-        self.progress = progress
         self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -343,8 +334,6 @@ class TAEFeatures(_Autoencoder):
 
     Parameters
     ----------
-    model : ignored, default=None
-        Accepted for the uniform interface.
     autoencoder : path-like or None, default=None
         A checkpoint written by :func:`save_autoencoder`: ``fit`` loads it (checking its
         SHA-256 and image shape) instead of training.
@@ -358,8 +347,6 @@ class TAEFeatures(_Autoencoder):
         Minibatch size of the training.
     batch_size : int, default=256
         Images per forward chunk of ``transform``.
-    n_jobs, progress : unused
-        The workflow's parameters.
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where the autoencoder trains and runs.
 
@@ -392,7 +379,6 @@ class TAEFeatures(_Autoencoder):
 
     def __init__(
         self,
-        model: Any = None,
         *,
         autoencoder: Any = None,
         architecture: str = "auto",
@@ -402,11 +388,8 @@ class TAEFeatures(_Autoencoder):
         learning_rate: float = 0.01,
         train_batch_size: int = 128,
         batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
         device: str = "cpu",
     ) -> None:
-        self.model = model
         self.autoencoder = autoencoder
         self.architecture = architecture
         self.image_shape = image_shape
@@ -415,8 +398,6 @@ class TAEFeatures(_Autoencoder):
         self.learning_rate = learning_rate
         self.train_batch_size = train_batch_size
         self.batch_size = batch_size
-        self.n_jobs = n_jobs
-        self.progress = progress
         self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -36,7 +36,7 @@ body's output as the input layer; Softmax uses the whole network.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from numbers import Integral
 from typing import Any, ClassVar
 
@@ -46,16 +46,23 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import DEVICE_OPTIONS
-from dgpbench.features.network import NetworkFeatures, _load_model
+from dgpbench.features.network import NetworkFeatures
 
 __all__: list[str] = []  # the shared base of the members; see dgpbench.features
 
 
-#: The workflow's parameters (``dgpbench features``), taken by every representation, here
-#: and in :mod:`dgpbench.features`: the model and how its forward pass runs.
+#: How a network's forward pass runs, taken by every transformer that runs a network (the
+#: classifier's here and in :mod:`dgpbench.features`, or an autoencoder's).
+FORWARD_CONSTRAINTS: dict = {
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "device": [StrOptions(set(DEVICE_OPTIONS))],
+}
+
+#: The workflow's parameters (``dgpbench features``) of the transformers built on the
+#: classifier: the model, its forward pass, and the compiled kernels' threads and progress.
 WORKFLOW_CONSTRAINTS: dict = {
     "model": "no_validation",
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": FORWARD_CONSTRAINTS["batch_size"],
     # joblib's convention: -1 = all cores, -2 = all but one; 0 is meaningless
     "n_jobs": [
         Interval(Integral, 1, None, closed="left"),
@@ -63,7 +70,7 @@ WORKFLOW_CONSTRAINTS: dict = {
         None,
     ],
     "progress": ["boolean"],
-    "device": [StrOptions(set(DEVICE_OPTIONS))],
+    "device": FORWARD_CONSTRAINTS["device"],
 }
 
 #: The ``head`` parameter of the transformers that read a trailing MLP (TU, DGP, MAGDiff).
@@ -127,7 +134,9 @@ class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
         self : object
             The fitted transformer.
         """
-        module, self.input_shape_ = _load_model(self.model)
+        from dgpbench.models.specs import load_model  # here: it imports torch
+
+        module, self.input_shape_ = load_model(self.model)
         self._attach_network(module, fitted=False)
         predicted = y is None
         if predicted:
@@ -203,14 +212,45 @@ class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
         return tags
 
 
-class _SummaryFeatures(_MLPFeatures):
+class _HeadFeatures(_MLPFeatures):
+    """Shared by the transformers that read the network's trailing MLP layer by layer (TU,
+    MAGDiff, DGP and its approximation): the ``head`` that names it in a network with its
+    own ``forward``."""
+
+    _parameter_constraints: ClassVar[dict] = {
+        **_MLPFeatures._parameter_constraints,
+        "head": HEAD_CONSTRAINT,
+    }
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        representation: str = "distances",
+        head: Sequence[str] | None = None,
+        batch_size: int = 256,
+        n_jobs: int | None = None,
+        progress: bool = False,
+        device: str = "cpu",
+    ) -> None:
+        super().__init__(
+            model,
+            representation=representation,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            progress=progress,
+            device=device,
+        )
+        self.head = head
+
+
+class _SummaryFeatures(_HeadFeatures):
     """Shared by DGP and its approximation: a raw representation read off the summary
     matrix S(x) by ``_summary`` (``dgp_representation``'s signature), with its options."""
 
     _summary: ClassVar[Callable[..., np.ndarray]]
     _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        "head": HEAD_CONSTRAINT,
+        **_HeadFeatures._parameter_constraints,
         "standardize": ["boolean"],
         "normalize": ["boolean"],
     }

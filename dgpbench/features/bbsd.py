@@ -14,7 +14,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from dgpbench._compat import _fit_context
 from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _MLPFeatures
-from dgpbench.features.network import _load_model
 from dgpbench.features.softmax import SoftmaxFeatures
 
 __all__ = ["BBSDhFeatures", "SoftmaxFeatures"]
@@ -90,7 +89,9 @@ class BBSDhFeatures(_MLPFeatures):
         -------
         self : BBSDhFeatures
         """
-        module, self.input_shape_ = _load_model(self.model)
+        from dgpbench.models.specs import load_model  # here: it imports torch
+
+        module, self.input_shape_ = load_model(self.model)
         self._attach_network(module, fitted=False)
         self._validate_input(X, reset=True)
         self.classes_ = np.arange(self.graph_.n_outputs)

@@ -124,12 +124,12 @@ class DGPFeatures(_SummaryFeatures):
         super().__init__(
             model,
             representation=representation,
+            head=head,
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
             device=device,
         )
-        self.head = head
         self.standardize = standardize
         self.normalize = normalize
         self.sort = sort

@@ -1,13 +1,11 @@
 """The DGP authors' cheap variant ``dgp_approximate``: row and column maxima of S(x).
 
-Their code (``witness_functions.dnp_witness_function(..., approximate=True)``, with
-``get_approximate_mst_weights_from_bipartite_graph``) replaces the maximum spanning tree of
-the summary matrix ``S(x)`` by the concatenation of its row maxima (one per input node) and
-its column maxima (one per output node): ``n_inputs + n_outputs`` values, in node order.
-Every tree edge is the largest edge at one of its ends, so these are the candidate tree
-weights without the spanning-tree step. Their registered ``dgp_approximate`` neither
-standardises the activation graphs nor normalises them (``variance_correction=False,
-normalize=False``): those are the defaults here; both options are available.
+The raw representation is :func:`dgpbench.topology.dgp_approx_representation`: the
+concatenation of the row maxima (one per input node) and the column maxima (one per output
+node) of the summary matrix ``S(x)``, the candidate weights of its maximum spanning tree
+without the spanning-tree step. As in the authors' registered ``dgp_approximate``, the
+activation graphs are neither standardised nor normalised by default; both options are
+available.
 """
 
 from __future__ import annotations
@@ -15,90 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-from numba import njit, prange
-
 from dgpbench.features.base import _SummaryFeatures
-from dgpbench.topology._kernels import _global_max, _summary_t
-from dgpbench.topology.activation import _summary_rows
+from dgpbench.topology import dgp_approx_representation
 
-__all__ = ["DGPApproxFeatures", "dgp_approx_representation"]
-
-
-@njit(cache=True, parallel=True)
-def _dgp_approx_batch(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out):
-    """Row maxima then column maxima of S(x) per sample into ``out`` (N, n0 + n_out)."""
-    n0 = sizes[0]
-    n_out = sizes[sizes.shape[0] - 1]
-    for q in prange(A.shape[0]):
-        a = A[q]
-        st = np.empty((n_out, n0), dtype=A.dtype)  # S transposed: st[k, i] = S[i, k]
-        _summary_t(a, a_off, WT, w_off, sizes, mu[q], s[q], st)
-        res = out[q]
-        for i in range(n0):
-            best = st[0, i]
-            for k in range(1, n_out):
-                best = max(best, st[k, i])
-            res[i] = best
-        for k in range(n_out):
-            best = st[k, 0]
-            for i in range(1, n0):
-                best = max(best, st[k, i])
-            res[n0 + k] = best
-        if scale_by_max:
-            gmax = _global_max(a, a_off, wmax, wmin, mu[q], s[q])
-            if gmax > 0:
-                g = A.dtype.type(gmax)
-                for t in range(n0 + n_out):
-                    res[t] = res[t] / g
-
-
-def dgp_approx_representation(
-    graph: Any,
-    X: np.ndarray,
-    *,
-    standardize: bool = False,
-    normalize: bool = False,
-    batch_size: int = 256,
-    n_jobs: int | None = None,
-    progress: bool = False,
-) -> np.ndarray:
-    """Row and column maxima of every sample's DGP summary matrix ``S(x)``.
-
-    Parameters
-    ----------
-    graph : MLPGraph
-        The network's MLP part.
-    X : ndarray of shape (n_samples, n_inputs)
-        Inputs of the MLP part (float32).
-    standardize, normalize : bool, default=False
-        As in :func:`dgpbench.topology.dgp_representation` (ddof 1).
-    batch_size : int, default=256
-        Samples per chunk.
-    n_jobs : int or None
-        Numba threads for this call.
-    progress : bool, default=False
-        tqdm bar over chunks.
-
-    Returns
-    -------
-    ndarray of shape (n_samples, n_inputs + n_outputs)
-        float32: ``max_k S[i, k]`` for every input ``i``, then ``max_i S[i, k]`` for every
-        output ``k``.
-    """
-    return _summary_rows(
-        _dgp_approx_batch,
-        graph,
-        X,
-        graph.n_inputs + graph.n_outputs,
-        standardize=standardize,
-        normalize=normalize,
-        ddof=1,
-        batch_size=batch_size,
-        n_jobs=n_jobs,
-        progress=progress,
-        desc="DGP approx",
-    )
+__all__ = ["DGPApproxFeatures"]
 
 
 class DGPApproxFeatures(_SummaryFeatures):
@@ -158,11 +76,11 @@ class DGPApproxFeatures(_SummaryFeatures):
         super().__init__(
             model,
             representation=representation,
+            head=head,
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
             device=device,
         )
-        self.head = head
         self.standardize = standardize
         self.normalize = normalize

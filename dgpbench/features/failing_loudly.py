@@ -16,7 +16,7 @@ from dgpbench.labels import METHOD_LABELS
 
 __all__ = ["REPRESENTATIONS"]
 
-#: name -> (class, fixed parameters, display name), the layout of ``methods.METHODS``.
+#: name -> (class, fixed parameters, display name), the layout of ``registry.METHODS``.
 REPRESENTATIONS: dict[str, tuple[type, dict[str, Any], str]] = {
     name: (cls, fixed, METHOD_LABELS[name])
     for name, cls, fixed in (

@@ -7,13 +7,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgpbench.features.base import HEAD_CONSTRAINT, _MLPFeatures
+from dgpbench.features.base import _HeadFeatures
 from dgpbench.topology import magdiff_representation
 
 __all__ = ["MAGDiffFeatures"]
 
 
-class MAGDiffFeatures(_MLPFeatures):
+class MAGDiffFeatures(_HeadFeatures):
     """MAGDiff features (Hensel et al., 2023): the last layer's activation graph.
 
     The raw representation is the flattened absolute activation graph ``|a_i W_ij|`` of the
@@ -85,8 +85,7 @@ class MAGDiffFeatures(_MLPFeatures):
 
     _prefix = "magdiff"
     _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        "head": HEAD_CONSTRAINT,
+        **_HeadFeatures._parameter_constraints,
         "signed": ["boolean"],
     }
 
@@ -105,12 +104,12 @@ class MAGDiffFeatures(_MLPFeatures):
         super().__init__(
             model,
             representation=representation,
+            head=head,
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
             device=device,
         )
-        self.head = head
         self.signed = signed
 
     def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:

@@ -16,18 +16,42 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["NetworkFeatures", "SoftmaxOutput"]
+__all__ = ["NetworkFeatures", "SoftmaxOutput", "as_real_array", "flatten_images"]
 
 
-def _flatten_images(X: Any, input_shape: tuple[int, ...] | None = None) -> Any:
-    """Flatten an image batch (numpy or torch) to (N, D) in channels-first order.
+def flatten_images(X: Any, input_shape: tuple[int, ...] | None = None) -> Any:
+    """Flatten an image batch (numpy or torch) to ``(N, D)`` in channels-first order.
 
     2-D input passes through. ``(N, H, W)`` is one channel. ``(N, C, H, W)`` is flattened as
-    ``C, H, W``; when the model's image shape is known (``input_shape``, from a dgpbench
-    checkpoint of a built-in data set) every image batch must have exactly that shape
-    (``(N, H, W)`` for a one-channel model), otherwise a batch that looks channels-last
-    (last axis 2-4 entries, second axis more) is refused: flattening it as channels-first
-    would silently scramble the pixels.
+    ``C, H, W``, the order :mod:`dgpbench.data.datasets` and the transformers use; when the
+    model's image shape is known (``input_shape``, from a dgpbench checkpoint of a built-in
+    data set) every image batch must have exactly that shape (``(N, H, W)`` for a
+    one-channel model), otherwise a batch that looks channels-last (last axis 2-4 entries,
+    second axis more) is refused: flattening it as channels-first would silently scramble
+    the pixels.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor
+        Images ``(N, C, H, W)`` or ``(N, H, W)``, or rows ``(N, D)``.
+    input_shape : tuple of int, optional
+        The model's image shape ``(C, H, W)``, when known.
+
+    Returns
+    -------
+    ndarray of shape (N, D), or ``X`` itself when it has at most two axes
+
+    Raises
+    ------
+    ValueError
+        On more than four axes, an empty batch, images of another shape than
+        ``input_shape``, or a batch that looks channels-last.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> flatten_images(np.zeros((2, 1, 2, 2))).shape
+    (2, 4)
     """
     if hasattr(X, "detach") and hasattr(X, "cpu"):
         X = X.detach().cpu().numpy()
@@ -87,15 +111,6 @@ def _expects_channels(module: Any) -> bool:
     return any(isinstance(m, spatial) for m in module.modules())
 
 
-def _load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
-    """Return the torch module held by ``model`` (a module, a checkpoint or ``.pt2`` path, or
-    ``package.module:factory``; see :mod:`dgpbench.models.specs`) and its input shape when
-    the file tells it."""
-    from dgpbench.models.specs import load_model
-
-    return load_model(model)
-
-
 def _logits_kind(network: Any, X: np.ndarray) -> tuple[str, int]:
     """What ``network`` returns on ``X`` (logits, ``log_softmax`` or ``softmax``) and how
     many classes."""
@@ -117,8 +132,25 @@ def _logits_kind(network: Any, X: np.ndarray) -> tuple[str, int]:
     return output_kind(out), int(out.shape[1])
 
 
-def _as_real(X: Any, dtype: Any) -> np.ndarray:
-    """``X`` as an array of ``dtype``, as scikit-learn's ``check_array`` converts it."""
+def as_real_array(X: Any, dtype: Any) -> np.ndarray:
+    """``X`` as an array of ``dtype``, as scikit-learn's ``check_array`` converts it.
+
+    Parameters
+    ----------
+    X : array-like
+        Numbers, or strings of numbers.
+    dtype : numpy dtype
+        The target floating dtype.
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    ValueError
+        If ``X`` holds complex numbers or anything not convertible to ``dtype``.
+    """
     array = np.asarray(X)
     if array.dtype.kind == "c":
         raise ValueError("Complex data not supported")
@@ -159,7 +191,7 @@ class NetworkFeatures:
         scikit-learn's own."""
         if reset or not (isinstance(y, str) and y == "no_validation"):
             raise NotImplementedError("fitting needs the scikit-learn estimator")
-        array = _as_real(X, np.float32)
+        array = as_real_array(X, np.float32)
         if array.ndim != 2 or 0 in array.shape:
             raise ValueError(f"X of shape {array.shape} holds no batch of images")
         if not np.isfinite(array).all():
@@ -188,7 +220,7 @@ class NetworkFeatures:
         if not reset:
             self._check_split()
         shape = getattr(X, "shape", None)
-        X = _flatten_images(X, getattr(self, "input_shape_", None))
+        X = flatten_images(X, getattr(self, "input_shape_", None))
         sample = _image_shape(shape)
         if reset:
             self.image_shape_ = sample
@@ -263,9 +295,9 @@ class NetworkFeatures:
         if head is not None or (not self._needs_head and isinstance(network, nn.Module)):
             # a named head, or only the logits wanted: the network is run whole, so a
             # trailing softmax or a forward of its own needs no layer-by-layer reading
-            from dgpbench.models.cnn import _is_plain_sequential
+            from dgpbench.models.cnn import is_plain_sequential
 
-            if head is not None or not _is_plain_sequential(network):
+            if head is not None or not is_plain_sequential(network):
                 self.body_, self.graph_ = NetworkBody(network, self.device), None
                 return
         try:
@@ -313,7 +345,9 @@ class NetworkFeatures:
             return
         # A loader split the network by its layers, not by the recorded head (a named head
         # of a plain nn.Sequential): read the network again and apply the recorded split.
-        network, _ = _load_model(self.model)
+        from dgpbench.models.specs import load_model
+
+        network, _ = load_model(self.model)
         self._attach_network(network, fitted=True)
 
     def _find_split(self, X: np.ndarray) -> None:

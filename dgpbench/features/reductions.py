@@ -1,7 +1,7 @@
 """Model-free reductions of "Failing loudly": the pixels (NoRed), PCA and sparse random projection.
 
-None of them needs the classifier: ``model`` is accepted (and ignored) so every
-representation is built as ``Cls(model, **params)``. PCA and SRP are scikit-learn's own
+None of them reads the classifier, so none takes a ``model`` (the registry passes each
+class the parameters its signature names). PCA and SRP are scikit-learn's own
 estimators, seeded; their dimension follows Rabanser et al.'s ``ShiftReductor``: the number
 of principal components that keep 80% of the variance of the fit images.
 """
@@ -18,25 +18,15 @@ from sklearn.random_projection import SparseRandomProjection
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, _fit_context
-from dgpbench.features.base import WORKFLOW_CONSTRAINTS
-from dgpbench.features.network import _flatten_images
+from dgpbench.features.network import flatten_images
 
 __all__ = [
     "ImageFeatures",
     "NoRedFeatures",
     "PCAFeatures",
     "SRPFeatures",
-    "flatten_images",
     "variance_dimension",
 ]
-
-
-def flatten_images(X: Any) -> np.ndarray:
-    """Images ``(N, C, H, W)`` / ``(N, H, W)`` (numpy or torch) or rows ``(N, D)`` -> ``(N, D)``.
-
-    Channels-first order, as :mod:`dgpbench.data.datasets` and the MLP transformers use.
-    """
-    return _flatten_images(X)
 
 
 def variance_dimension(X: np.ndarray, variance: float) -> int:
@@ -49,10 +39,10 @@ def variance_dimension(X: np.ndarray, variance: float) -> int:
 
 
 class _Reduction(TransformerMixin, BaseEstimator):
-    """Shared: the workflow parameters, flattening and validation of images."""
+    """Shared: flattening and validation of images."""
 
     _prefix: ClassVar[str] = "red"
-    _parameter_constraints: ClassVar[dict] = dict(WORKFLOW_CONSTRAINTS)
+    _parameter_constraints: ClassVar[dict] = {}
 
     def _validate(self, X: Any, *, reset: bool) -> np.ndarray:
         return validate_data(self, flatten_images(X), reset=reset, dtype=np.float64)
@@ -65,13 +55,6 @@ class _Reduction(TransformerMixin, BaseEstimator):
 
 class NoRedFeatures(_Reduction):
     """No reduction ("NoRed"): the flattened pixels themselves.
-
-    Parameters
-    ----------
-    model : ignored, default=None
-        Accepted for the uniform ``Cls(model, **params)`` interface.
-    batch_size, n_jobs, progress, device
-        The workflow's parameters; unused.
 
     Attributes
     ----------
@@ -86,21 +69,6 @@ class NoRedFeatures(_Reduction):
     """
 
     _prefix = "pixel"
-
-    def __init__(
-        self,
-        model: Any = None,
-        *,
-        batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
-        device: str = "cpu",
-    ) -> None:
-        self.model = model
-        self.batch_size = batch_size
-        self.n_jobs = n_jobs
-        self.progress = progress
-        self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> NoRedFeatures:
@@ -119,13 +87,6 @@ class ImageFeatures(NoRedFeatures):
     """The images themselves, in the shape of the reference images: the input of the domain
     classifier test (:class:`dgpbench.detectors.ClassifierShiftDetector`), which trains a
     CNN on image batches and an MLP on flat ones.
-
-    Parameters
-    ----------
-    model : ignored, default=None
-        Accepted for the uniform ``Cls(model, **params)`` interface.
-    batch_size, n_jobs, progress, device
-        The workflow's parameters; unused.
 
     Attributes
     ----------
@@ -161,15 +122,11 @@ class PCAFeatures(_Reduction):
 
     Parameters
     ----------
-    model : ignored, default=None
-        Accepted for the uniform interface.
     n_components : int or float, default=0.8
         As in ``sklearn.decomposition.PCA``: a float in (0, 1) keeps that share of the
         variance of the fit images (Rabanser et al.: 0.8), an int that many components.
     random_state : int, RandomState instance or None, default=0
         Passed to PCA (used only by randomised solvers).
-    batch_size, n_jobs, progress, device
-        The workflow's parameters; unused.
 
     Attributes
     ----------
@@ -198,22 +155,12 @@ class PCAFeatures(_Reduction):
 
     def __init__(
         self,
-        model: Any = None,
         *,
         n_components: float = 0.8,
         random_state: Any = 0,
-        batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
-        device: str = "cpu",
     ) -> None:
-        self.model = model
         self.n_components = n_components
         self.random_state = random_state
-        self.batch_size = batch_size
-        self.n_jobs = n_jobs
-        self.progress = progress
-        self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> PCAFeatures:
@@ -236,8 +183,6 @@ class SRPFeatures(_Reduction):
 
     Parameters
     ----------
-    model : ignored, default=None
-        Accepted for the uniform interface.
     n_components : int or None, default=None
         Target dimension; ``None``: PCA's 80%-variance dimension of the fit images (the
         dimension "Failing loudly" uses for every reduction).
@@ -245,8 +190,6 @@ class SRPFeatures(_Reduction):
         The share of variance that sets the dimension when ``n_components`` is None.
     random_state : int, RandomState instance or None, default=0
         Seed of the projection matrix.
-    batch_size, n_jobs, progress, device
-        The workflow's parameters; unused.
 
     Attributes
     ----------
@@ -273,24 +216,14 @@ class SRPFeatures(_Reduction):
 
     def __init__(
         self,
-        model: Any = None,
         *,
         n_components: int | None = None,
         variance: float = 0.8,
         random_state: Any = 0,
-        batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
-        device: str = "cpu",
     ) -> None:
-        self.model = model
         self.n_components = n_components
         self.variance = variance
         self.random_state = random_state
-        self.batch_size = batch_size
-        self.n_jobs = n_jobs
-        self.progress = progress
-        self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> SRPFeatures:

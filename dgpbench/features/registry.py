@@ -1,6 +1,8 @@
 """The feature methods by name: the paper's maps, Failing loudly's representations, custom ones.
 
-This registry sits above the member modules of :mod:`dgpbench.features` (``dgp``, ``tu``,
+Each class is built with the parameters its signature names (:func:`make_features`), so a
+model-free representation takes no ``model`` and a custom class only what it accepts. This
+registry sits above the member modules of :mod:`dgpbench.features` (``dgp``, ``tu``,
 ``reductions``, ...), which sit above :mod:`dgpbench.features.base`, so imports run one way:
 ``registry -> members -> base``.
 """
@@ -12,7 +14,6 @@ import inspect
 import re
 from typing import Any
 
-from dgpbench.features.base import _MLPFeatures
 from dgpbench.features.dgp import DGPFeatures
 from dgpbench.features.failing_loudly import REPRESENTATIONS
 from dgpbench.features.magdiff import MAGDiffFeatures
@@ -23,7 +24,7 @@ from dgpbench.labels import METHOD_LABELS
 __all__ = ["METHODS", "load_method_class", "make_features"]
 
 #: name -> (class, fixed parameters, display name).
-METHODS: dict[str, tuple[type[_MLPFeatures], dict[str, Any], str]] = {
+METHODS: dict[str, tuple[type, dict[str, Any], str]] = {
     name: (cls, fixed, METHOD_LABELS[name])
     for name, cls, fixed in (
         ("softmax", SoftmaxFeatures, {}),
@@ -117,8 +118,21 @@ def load_method_class(spec: str) -> type:
     return cls
 
 
+def _accepted(cls: type, params: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``params`` that ``cls``'s constructor names (all, if it takes
+    ``**kwargs``)."""
+    accepted = inspect.signature(cls).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        return dict(params)
+    return {k: v for k, v in params.items() if k in accepted}
+
+
 def make_features(method: str, model: Any, **params: Any) -> Any:
     """Build the transformer of a named method (``softmax``, ``tu``, ``tu_norm``, ...).
+
+    Every class, built-in or custom, receives the model and those of ``params`` that its
+    constructor names: a model-free representation (``noredu``, ``pca``, ...) gets neither
+    the model nor the forward-pass options, so one call builds any method.
 
     Parameters
     ----------
@@ -126,10 +140,10 @@ def make_features(method: str, model: Any, **params: Any) -> Any:
         A key of :data:`METHODS`, or a custom method ``package.module:ClassName`` (see
         :func:`load_method_class`).
     model : torch.nn.Sequential or path-like
-        The trained MLP.
+        The trained MLP (ignored by the model-free representations).
     **params
-        Further constructor parameters (``batch_size``, ``n_jobs``, ``progress``). A custom
-        class receives those of them its constructor accepts.
+        Further constructor parameters (``batch_size``, ``n_jobs``, ``progress``,
+        ``device``, ``random_state``, ...); each class receives those its constructor names.
 
     Returns
     -------
@@ -143,18 +157,18 @@ def make_features(method: str, model: Any, **params: Any) -> Any:
     """
     if method in METHODS:
         cls, fixed, _ = METHODS[method]
-        return cls(model, **fixed, **params)
+        clash = sorted(set(fixed) & set(params))
+        if clash:
+            raise TypeError(f"method {method!r} sets {', '.join(clash)} itself: {fixed}")
+        return cls(**_accepted(cls, {"model": model, **params}), **fixed)
     if ":" not in method:
         raise ValueError(
             f"unknown method {method!r}; choose from {sorted(METHODS)} or give a custom "
             "method as 'package.module:ClassName'"
         )
     cls = load_method_class(method)
-    accepted = inspect.signature(cls).parameters
-    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
-    kept = {k: v for k, v in params.items() if takes_kwargs or k in accepted}
     try:
-        return cls(model=model, **kept)
+        return cls(**_accepted(cls, {**params, "model": model}))
     except Exception as exc:  # the user's constructor: name the method, not just the error
         lines = str(exc).strip().splitlines()
         raise ValueError(

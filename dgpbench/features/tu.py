@@ -7,13 +7,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgpbench.features.base import HEAD_CONSTRAINT, _MLPFeatures
+from dgpbench.features.base import _HeadFeatures
 from dgpbench.topology import tu_representation
 
 __all__ = ["TUFeatures"]
 
 
-class TUFeatures(_MLPFeatures):
+class TUFeatures(_HeadFeatures):
     """Topological Uncertainty (TU) features (Lacombe et al., 2021).
 
     Per layer, the sorted maximum-spanning-tree weights of the absolute activation graph
@@ -82,8 +82,7 @@ class TUFeatures(_MLPFeatures):
 
     _prefix = "tu"
     _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        "head": HEAD_CONSTRAINT,
+        **_HeadFeatures._parameter_constraints,
         "standardize": ["boolean"],
     }
 
@@ -102,12 +101,12 @@ class TUFeatures(_MLPFeatures):
         super().__init__(
             model,
             representation=representation,
+            head=head,
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
             device=device,
         )
-        self.head = head
         self.standardize = standardize
 
     def _raw_blocks(self, X: np.ndarray) -> list[np.ndarray]:

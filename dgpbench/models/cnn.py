@@ -50,7 +50,7 @@ from torch import nn
 
 from dgpbench._device import resolve_device
 from dgpbench.models.architectures import CNNConfig, ImageReshape, build_cnn
-from dgpbench.topology.graphs import MLPGraph, _activation_name, _flatten_sequential
+from dgpbench.topology.graphs import MLPGraph, activation_name, flatten_sequential
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ __all__ = [
     "NetworkLogits",
     "build_cnn",
     "find_head",
+    "is_plain_sequential",
     "output_kind",
     "split_network",
 ]
@@ -140,7 +141,7 @@ class NetworkBody:
 
 
 def _is_head_module(module: nn.Module) -> bool:
-    return isinstance(module, nn.Linear) or _activation_name(module) is not None
+    return isinstance(module, nn.Linear) or activation_name(module) is not None
 
 
 # Layers that cannot be part of an MLP's activation graph: a network holding one of them
@@ -185,8 +186,19 @@ def _span(items: list[tuple[str, nn.Module]]) -> str:
     return f"{items[0][0]}..{items[-1][0]}" if len(items) > 1 else items[0][0]
 
 
-def _is_plain_sequential(module: nn.Module) -> bool:
-    """An ``nn.Sequential`` whose modules, nested ones included, run in order."""
+def is_plain_sequential(module: nn.Module) -> bool:
+    """Whether ``module`` is an ``nn.Sequential`` whose modules, nested ones included, run
+    in order (no container overrides ``forward``), so that it can be read layer by layer.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network.
+
+    Returns
+    -------
+    bool
+    """
     if not isinstance(module, nn.Sequential) or type(module).forward is not nn.Sequential.forward:
         return False
     return all(
@@ -263,9 +275,9 @@ def split_network(
             "model must be a torch.nn.Module, a (body, head) pair or an MLPGraph, got "
             f"{type(model).__name__}"
         )
-    if not _is_plain_sequential(model):
+    if not is_plain_sequential(model):
         return NetworkBody(model, device), None  # its own forward: find_head runs it
-    items = _flatten_sequential(model)
+    items = flatten_sequential(model)
     if items and isinstance(items[-1][1], (nn.Softmax, nn.LogSoftmax)):
         return NetworkBody(model, device), None  # a trailing softmax: find_head handles it
     start = len(items)
@@ -293,7 +305,7 @@ def split_network(
             "pass a (body, head) pair to choose the graph's layers yourself"
         )
     head = MLPGraph.from_module(nn.Sequential(*(m for _, m in items[first:])), device=device)
-    if all(_activation_name(m) == "" for _, m in body_items):
+    if all(activation_name(m) == "" for _, m in body_items):
         return None, head
     report = log.warning if dropped else log.info
     report(
@@ -420,7 +432,7 @@ def _matches(f_z: torch.Tensor, a: torch.Tensor) -> bool:
 
 def _find_activation(z: torch.Tensor, a: torch.Tensor) -> str | None:
     """The element-wise activation (an :class:`MLPGraph` name) that maps ``z`` to ``a``."""
-    from dgpbench.topology.graphs import _parse_activation
+    from dgpbench.topology.graphs import parse_activation
 
     if z.shape != a.shape:
         return None
@@ -433,7 +445,7 @@ def _find_activation(z: torch.Tensor, a: torch.Tensor) -> str | None:
             names.append("leaky_relu" if abs(slope - 0.01) < 1e-6 else f"leaky_relu({slope!r})")
     names.append("identity")
     for name in names:
-        if _matches(_parse_activation(name)(z), a):
+        if _matches(parse_activation(name)(z), a):
             return name
     return None
 

@@ -671,6 +671,15 @@ def _spec_class(spec: Any, role: str) -> str:
 
 #: Parameters added after FORMAT's release, by registry name: their value for older files.
 _ADDED_PARAMS: dict[str, dict[str, Any]] = {"DGPFeatures": {"sort": True}}
+#: Parameters that older files record but the class no longer takes (they never changed
+#: a result), by registry name: dropped on load.
+_DROPPED_PARAMS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(
+        ("NoRedFeatures", "PCAFeatures", "SRPFeatures", "ImageFeatures"),
+        frozenset({"batch_size", "n_jobs", "progress", "device"}),
+    ),
+    **dict.fromkeys(("UAEFeatures", "TAEFeatures"), frozenset({"n_jobs", "progress"})),
+}
 
 
 def _build(
@@ -691,8 +700,10 @@ def _build(
         raise _Invalid(f"{role}: params must be an object of JSON numbers, strings and lists")
     est = cls()
     # Files written before a parameter existed lack it: it takes the value that was the
-    # only behaviour then (and is its default).
+    # only behaviour then (and is its default). Older files may record parameters the class
+    # no longer takes: they are dropped.
     params = {**_ADDED_PARAMS.get(name, {}), **params}
+    params = {k: v for k, v in params.items() if k not in _DROPPED_PARAMS.get(name, ())}
     expected = set(est.get_params(deep=False)) - {"model"}
     if set(params) != expected:
         raise _Invalid(

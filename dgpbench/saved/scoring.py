@@ -34,7 +34,7 @@ import numpy as np
 
 from dgpbench._device import DEVICE_OPTIONS
 from dgpbench.detectors.ks_test import ks_test
-from dgpbench.features.network import SoftmaxOutput, _as_real
+from dgpbench.features.network import SoftmaxOutput, as_real_array
 from dgpbench.saved.files import FittedDetector, _load, detector_classes, load_detector
 
 __all__ = ["RestoredKS", "RestoredSoftmax", "load_scorer"]
@@ -109,7 +109,7 @@ def _checked_sample(
     accepts it: real numbers, 2-D, ``minimum`` rows, a column, finite (float32 kept)."""
     array = np.asarray(X)
     if array.dtype not in (np.float64, np.float32):
-        array = _as_real(array, np.float64)
+        array = as_real_array(array, np.float64)
     if array.ndim != 2:
         raise ValueError(f"{name} must be 2-D (samples x features), got shape {array.shape}")
     if array.shape[0] < minimum or array.shape[1] < 1:

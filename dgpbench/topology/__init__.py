@@ -1,4 +1,4 @@
-"""Exact, fast persistence kernels: MST weights, NP, bounds, DGP, and per-sample TU/DGP/MAGDiff.
+"""Exact, fast persistence kernels: MST weights, NP, bounds, DGP, per-sample TU/DGP/MAGDiff.
 
 Three layers, as in giotto-tda: private numba kernels (``_kernels``) that only loop; public
 functions here that validate their inputs and allocate outputs; the scikit-learn
@@ -14,6 +14,7 @@ from dgpbench._lazy import lazy_exports
 # compile-load the numba kernels a softmax detector never runs.
 _EXPORTS = {
     "deep_graph_persistence": "dgpbench.topology.dgp",
+    "dgp_approx_representation": "dgpbench.topology.activation",
     "dgp_representation": "dgpbench.topology.activation",
     "magdiff_representation": "dgpbench.topology.activation",
     "mst_weights": "dgpbench.topology.mst",

@@ -377,11 +377,40 @@ def _dgp_batch(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out)
 def _dgp_batch_unsorted(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out):
     """``_dgp_batch`` with the MST weights of S(x) in node order, not sorted (the ablation
     "DGP (- sort)"): a separate entry point keeps ``_dgp_batch``'s signature, which
-    ``dgpbench.topology.activation._summary_rows`` shares with ``dgp_approx``."""
+    ``dgpbench.topology.activation._summary_rows`` shares with ``_dgp_approx_batch``."""
     for q in prange(A.shape[0]):
         _dgp_one(
             A[q], a_off, WT, w_off, sizes, wmax, wmin, mu[q], s[q], scale_by_max, False, out[q]
         )
+
+
+@njit(cache=True, parallel=True)
+def _dgp_approx_batch(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out):
+    """Row maxima then column maxima of S(x) per sample into ``out`` (N, n0 + n_out): the
+    DGP authors' ``dgp_approximate``, with ``_dgp_batch``'s signature."""
+    n0 = sizes[0]
+    n_out = sizes[sizes.shape[0] - 1]
+    for q in prange(A.shape[0]):
+        a = A[q]
+        st = np.empty((n_out, n0), dtype=A.dtype)  # S transposed: st[k, i] = S[i, k]
+        _summary_t(a, a_off, WT, w_off, sizes, mu[q], s[q], st)
+        res = out[q]
+        for i in range(n0):
+            best = st[0, i]
+            for k in range(1, n_out):
+                best = max(best, st[k, i])
+            res[i] = best
+        for k in range(n_out):
+            best = st[k, 0]
+            for i in range(1, n0):
+                best = max(best, st[k, i])
+            res[n0 + k] = best
+        if scale_by_max:
+            gmax = _global_max(a, a_off, wmax, wmin, mu[q], s[q])
+            if gmax > 0:
+                g = A.dtype.type(gmax)
+                for t in range(n0 + n_out):
+                    res[t] = res[t] / g
 
 
 @njit(cache=True, parallel=True)
@@ -411,3 +440,43 @@ def _tu_batch(A, a_off, W, WT, w_off, sizes, mu, s, skip_zero_rows, out, o_off):
                 skip_zero_rows,
                 out[q, o_off[layer] : o_off[layer + 1]],
             )
+
+
+@njit(cache=True, parallel=True)
+def _stacked_trees(G, D, w_off, sizes, t_off, dgp, np_out, dgp_out):
+    """Sorted MST weights of every layer (NP) and of every summary matrix (DGP).
+
+    ``G`` (S * total,) holds per network the normalised absolute layers in graph orientation
+    ``(n_l, n_{l+1})``; ``D`` (S * total,) the standardised, scaled absolute layers in torch
+    orientation ``(n_{l+1}, n_l)`` (the layout of ``_summary_t``); ``w_off`` the layer
+    offsets within one network's ``total`` entries. Tree ``l`` of network ``q`` goes to
+    ``np_out[q, t_off[l]:t_off[l+1]]``; the DGP tree of network ``q`` to ``dgp_out[q]``.
+    """
+    n_layers = sizes.shape[0] - 1
+    total = w_off[n_layers]
+    n_nets = np_out.shape[0]
+    per_net = n_layers + 1 if dgp else n_layers
+    n0 = sizes[0]
+    n_out = sizes[n_layers]
+    for task in prange(n_nets * per_net):
+        q = task // per_net
+        layer = task % per_net
+        base = q * total
+        if layer < n_layers:
+            n = sizes[layer]
+            m = sizes[layer + 1]
+            R = G[base + w_off[layer] : base + w_off[layer + 1]].reshape((n, m))
+            _mst_one(R, np_out[q, t_off[layer] : t_off[layer + 1]])
+        else:
+            WT = D[base : base + total]
+            a = np.ones(total, dtype=D.dtype)  # edge weight |1 * w - 0| * 1 = w
+            mu = np.zeros(n_layers, dtype=D.dtype)
+            s = np.ones(n_layers, dtype=D.dtype)
+            a_off = np.zeros(n_layers + 1, dtype=np.int64)
+            for k in range(n_layers):
+                a_off[k + 1] = a_off[k] + sizes[k]
+            st = np.empty((n_out, n0), dtype=D.dtype)
+            _summary_t(a, a_off, WT, w_off, sizes, mu, s, st)
+            sm = np.ascontiguousarray(st.T)
+            c = np.ones(n0, dtype=D.dtype)
+            _mst_sorted(c, sm, st, D.dtype.type(0), D.dtype.type(1), False, dgp_out[q])

@@ -1,6 +1,6 @@
-"""Per-sample raw representations of a trained MLP: TU, DGP and MAGDiff.
+"""Per-sample raw representations of a trained MLP: TU, DGP, its approximation and MAGDiff.
 
-All three read the *activation graph* of a sample (Definition 5.2): for linear map ``l``
+All of them read the *activation graph* of a sample (Definition 5.2): for linear map ``l``
 with input ``a_l`` and weights ``W_l`` (graph orientation ``(n_l, n_{l+1})``), edge
 ``(i, j)`` weighs ``|a_l[i] * W_l[i, j]|``. The kernels form these weights on the fly,
 sample by sample, in parallel over the samples of a chunk; a batch of graphs is never
@@ -25,14 +25,24 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
-from dgpbench.topology._kernels import _dgp_batch, _dgp_batch_unsorted, _tu_batch
+from dgpbench.topology._kernels import (
+    _dgp_approx_batch,
+    _dgp_batch,
+    _dgp_batch_unsorted,
+    _tu_batch,
+)
 from dgpbench.topology._threads import numba_threads
 from dgpbench.topology.dgp import STD_EPS
 from dgpbench.topology.graphs import MLPGraph
 
 log = logging.getLogger(__name__)
 
-__all__ = ["dgp_representation", "magdiff_representation", "tu_representation"]
+__all__ = [
+    "dgp_approx_representation",
+    "dgp_representation",
+    "magdiff_representation",
+    "tu_representation",
+]
 
 
 @dataclass(frozen=True)
@@ -344,6 +354,73 @@ def dgp_representation(
     )
 
 
+def dgp_approx_representation(
+    graph: MLPGraph,
+    X: Any,
+    *,
+    standardize: bool = False,
+    normalize: bool = False,
+    batch_size: int = 256,
+    n_jobs: int | None = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """Row and column maxima of every sample's DGP summary matrix ``S(x)``.
+
+    The DGP authors' cheap variant ``dgp_approximate``: their code
+    (``witness_functions.dnp_witness_function(..., approximate=True)``, with
+    ``get_approximate_mst_weights_from_bipartite_graph``) replaces the maximum spanning tree
+    of ``S(x)`` by the concatenation of its row maxima (one per input node) and its column
+    maxima (one per output node), in node order. Every tree edge is the largest edge at one
+    of its ends, so these are the candidate tree weights without the spanning-tree step.
+    Their registered ``dgp_approximate`` neither standardises the activation graphs nor
+    normalises them (``variance_correction=False, normalize=False``): those are the defaults.
+
+    Parameters
+    ----------
+    graph : MLPGraph or torch.nn.Sequential
+        The trained network.
+    X : array-like of shape (n_samples, n_inputs)
+        Flattened samples.
+    standardize, normalize : bool, default=False
+        As in :func:`dgp_representation` (``ddof=1``).
+    batch_size : int, default=256
+        Samples per chunk.
+    n_jobs : int, optional
+        Numba threads (None: all), set for this call only.
+    progress : bool, default=False
+        Show a tqdm bar over chunks (only on a terminal).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_inputs + n_outputs)
+        float32: ``max_k S[i, k]`` for every input ``i``, then ``max_i S[i, k]`` for every
+        output ``k``.
+
+    Raises
+    ------
+    ValueError
+        On a wrong shape or NaN/inf in ``X``, a bad ``batch_size``/``n_jobs``, or
+        ``standardize`` with a single-edge layer.
+    TypeError
+        If ``graph`` is neither an MLPGraph nor a supported torch model.
+    """
+    graph, X = _prepare(graph, X)
+    batch_size = check_int(batch_size, "batch_size")
+    return _summary_rows(
+        _dgp_approx_batch,
+        graph,
+        X,
+        graph.n_inputs + graph.n_outputs,
+        standardize=standardize,
+        normalize=normalize,
+        ddof=1,
+        batch_size=batch_size,
+        n_jobs=n_jobs,
+        progress=progress,
+        desc="DGP approx",
+    )
+
+
 def _summary_rows(
     kernel: Any,
     graph: MLPGraph,
@@ -362,7 +439,7 @@ def _summary_rows(
 
     ``kernel`` has :func:`~dgpbench.topology._kernels._dgp_batch`'s signature and writes
     ``width`` float32 values per sample: the MST weights for DGP, the row and column maxima
-    for :mod:`dgpbench.features.dgp_approx`. ``X`` is already checked.
+    for :func:`dgp_approx_representation`. ``X`` is already checked.
     """
     if standardize:
         _check_standardizable(graph)

@@ -32,7 +32,13 @@ from dgpbench._validation import as_float_array
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ACTIVATION_FUNCTIONS", "MLPGraph"]
+__all__ = [
+    "ACTIVATION_FUNCTIONS",
+    "MLPGraph",
+    "activation_name",
+    "flatten_sequential",
+    "parse_activation",
+]
 
 
 def _leaky_relu(slope: float) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -63,8 +69,22 @@ def _base_class(module: nn.Module) -> type[nn.Module]:
     return next(c for c in _ELEMENTWISE_MODULES if isinstance(module, c))
 
 
-def _activation_name(module: nn.Module) -> str | None:
-    """Name of an element-wise activation module, '' for eval-time identities, None if neither."""
+def activation_name(module: nn.Module) -> str | None:
+    """Name of an element-wise activation module, as :attr:`MLPGraph.activations` records it.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A layer.
+
+    Returns
+    -------
+    str or None
+        The activation's name (a key of :data:`ACTIVATION_FUNCTIONS`, or
+        ``leaky_relu(<slope>)`` / ``gelu(<approximate>)``), ``""`` for the modules that are
+        identities at evaluation time (``Identity``, ``Dropout``, ``Flatten``), None for any
+        other module.
+    """
     if isinstance(module, _IDENTITY_MODULES):
         return ""
     if isinstance(module, nn.ReLU):
@@ -81,8 +101,25 @@ def _activation_name(module: nn.Module) -> str | None:
     return None
 
 
-def _parse_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Return the torch function for an activation name (see ACTIVATION_FUNCTIONS)."""
+def parse_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The torch function of an activation name.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`ACTIVATION_FUNCTIONS`, ``leaky_relu(<slope>)``, or a chain ``a+b``
+        of these (applied left to right).
+
+    Returns
+    -------
+    callable
+        Tensor to tensor.
+
+    Raises
+    ------
+    ValueError
+        If a part of ``name`` is unknown.
+    """
     parts = name.split("+")
     funcs = []
     for part in parts:
@@ -123,14 +160,33 @@ def _check_forward(module: nn.Module, base: type[nn.Module], where: str) -> None
         )
 
 
-def _flatten_sequential(module: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
-    """Children of (possibly nested) nn.Sequential containers, with their index paths."""
+def flatten_sequential(module: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]]:
+    """Children of (possibly nested) ``nn.Sequential`` containers, with their index paths.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The container whose children are listed.
+    prefix : str, default=""
+        Prepended to every path.
+
+    Returns
+    -------
+    list of (str, torch.nn.Module)
+        The leaves in order, each with its dotted path (``"0"``, ``"2.1"``, ...).
+
+    Raises
+    ------
+    TypeError
+        If a nested ``nn.Sequential`` subclass overrides ``forward`` (its own computation
+        would be ignored).
+    """
     out: list[tuple[str, nn.Module]] = []
     for name, child in module.named_children():
         path = f"{prefix}{name}"
         if isinstance(child, nn.Sequential):
             _check_forward(child, nn.Sequential, f"model layer {path}")
-            out.extend(_flatten_sequential(child, prefix=f"{path}."))
+            out.extend(flatten_sequential(child, prefix=f"{path}."))
         else:
             out.append((path, child))
     return out
@@ -213,7 +269,7 @@ class MLPGraph:
             biases.append(b)
         activations = tuple(str(a) for a in self.activations)
         for a in activations:
-            _parse_activation(a)  # validates the name
+            parse_activation(a)  # validates the name
         object.__setattr__(self, "weights", tuple(weights))
         object.__setattr__(self, "biases", tuple(biases))
         object.__setattr__(self, "activations", activations)
@@ -262,7 +318,7 @@ class MLPGraph:
         weights: list[np.ndarray] = []
         biases: list[np.ndarray] = []
         acts: list[list[str]] = []
-        for path, module in _flatten_sequential(model):
+        for path, module in flatten_sequential(model):
             if isinstance(module, nn.Linear):
                 _check_forward(module, nn.Linear, f"model layer {path}")
                 if module.weight.is_meta or (module.bias is not None and module.bias.is_meta):
@@ -286,7 +342,7 @@ class MLPGraph:
                 biases.append(np.array(b, dtype=np.float32))
                 acts.append([])
                 continue
-            name = _activation_name(module)
+            name = activation_name(module)
             if name is None:
                 raise TypeError(
                     f"model layer {path} ({type(module).__name__}) is not supported: only "
@@ -352,7 +408,7 @@ class MLPGraph:
 
     @cached_property
     def _activation_fns(self) -> tuple[Callable[[torch.Tensor], torch.Tensor], ...]:
-        return tuple(_parse_activation(a) for a in self.activations)
+        return tuple(parse_activation(a) for a in self.activations)
 
     # -- forward ----------------------------------------------------------------------------
     def _check_batch(self, X: Any, name: str = "X") -> np.ndarray:

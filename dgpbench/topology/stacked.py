@@ -17,54 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
 
-from dgpbench.topology._kernels import _mst_one, _mst_sorted, _summary_t
+from dgpbench.topology._kernels import _stacked_trees
 from dgpbench.topology._threads import numba_threads
 from dgpbench.topology.dgp import STD_EPS
 from dgpbench.topology.persistence import check_p, np_from_tree
 
 __all__ = ["stacked_persistence"]
-
-
-@njit(cache=True, parallel=True)
-def _stacked_trees(G, D, w_off, sizes, t_off, dgp, np_out, dgp_out):
-    """Sorted MST weights of every layer (NP) and of every summary matrix (DGP).
-
-    ``G`` (S * total,) holds per network the normalised absolute layers in graph orientation
-    ``(n_l, n_{l+1})``; ``D`` (S * total,) the standardised, scaled absolute layers in torch
-    orientation ``(n_{l+1}, n_l)`` (the layout of ``_summary_t``); ``w_off`` the layer
-    offsets within one network's ``total`` entries. Tree ``l`` of network ``q`` goes to
-    ``np_out[q, t_off[l]:t_off[l+1]]``; the DGP tree of network ``q`` to ``dgp_out[q]``.
-    """
-    n_layers = sizes.shape[0] - 1
-    total = w_off[n_layers]
-    n_nets = np_out.shape[0]
-    per_net = n_layers + 1 if dgp else n_layers
-    n0 = sizes[0]
-    n_out = sizes[n_layers]
-    for task in prange(n_nets * per_net):
-        q = task // per_net
-        layer = task % per_net
-        base = q * total
-        if layer < n_layers:
-            n = sizes[layer]
-            m = sizes[layer + 1]
-            R = G[base + w_off[layer] : base + w_off[layer + 1]].reshape((n, m))
-            _mst_one(R, np_out[q, t_off[layer] : t_off[layer + 1]])
-        else:
-            WT = D[base : base + total]
-            a = np.ones(total, dtype=D.dtype)  # edge weight |1 * w - 0| * 1 = w
-            mu = np.zeros(n_layers, dtype=D.dtype)
-            s = np.ones(n_layers, dtype=D.dtype)
-            a_off = np.zeros(n_layers + 1, dtype=np.int64)
-            for k in range(n_layers):
-                a_off[k + 1] = a_off[k] + sizes[k]
-            st = np.empty((n_out, n0), dtype=D.dtype)
-            _summary_t(a, a_off, WT, w_off, sizes, mu, s, st)
-            sm = np.ascontiguousarray(st.T)
-            c = np.ones(n0, dtype=D.dtype)
-            _mst_sorted(c, sm, st, D.dtype.type(0), D.dtype.type(1), False, dgp_out[q])
 
 
 def _check_stack(weights: Sequence[Any]) -> list[np.ndarray]:
