@@ -1,0 +1,75 @@
+"""Detector files written by an earlier dgpbench load and give the results recorded then.
+
+``tests/fixtures/saved/`` holds one file per saveable kind (every transformer family and
+every test), written once by ``tests/fixtures/saved/make.py``, with the results each gave
+on a fixed batch (``expected.json``). Loading them with today's code must reproduce those
+numbers exactly: the file format, the network fingerprint and every family's state are
+read as they were written.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dgpbench.saved import load_detector, load_scorer
+from dgpbench.saved.scoring import RestoredKS, RestoredSoftmax
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "saved"
+EXPECTED: dict[str, dict[str, Any]] = json.loads((FIXTURES / "expected.json").read_text())
+
+
+def _make() -> Any:
+    spec = importlib.util.spec_from_file_location("saved_fixtures_make", FIXTURES / "make.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MAKE = _make()
+
+
+@pytest.fixture(scope="module")
+def batch() -> np.ndarray:
+    with np.load(FIXTURES / "batch.npz") as store:
+        return store["x"]
+
+
+@pytest.fixture(scope="module")
+def weights() -> dict[str, np.ndarray]:
+    with np.load(FIXTURES / "networks.npz") as store:
+        return {k: store[k] for k in store.files}
+
+
+def _model(kind: str, weights: dict[str, np.ndarray]) -> Any:
+    net = MAKE.KINDS[kind][1]
+    return None if net is None else MAKE.network(net, weights)
+
+
+def test_every_kind_has_a_fixture() -> None:
+    assert set(EXPECTED) == set(MAKE.KINDS)
+    assert sorted(p.stem for p in FIXTURES.glob("*.npz")) == sorted(
+        [*MAKE.KINDS, "batch", "networks"]
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED))
+def test_saved_file_gives_the_recorded_results(kind: str, batch, weights) -> None:
+    fitted = load_detector(FIXTURES / f"{kind}.npz", model=_model(kind, weights))
+    assert fitted.info == {"kind": kind, "test": MAKE.KINDS[kind][2]}
+    assert MAKE._record(fitted.test(batch)) == EXPECTED[kind]
+
+
+@pytest.mark.parametrize("kind", sorted(k for k in EXPECTED if MAKE.KINDS[k][2] == "ks"))
+def test_saved_file_scores_the_recorded_results(kind: str, batch, weights) -> None:
+    """Through :func:`load_scorer` too (restored without scikit-learn for softmax + KS)."""
+    fitted = load_scorer(FIXTURES / f"{kind}.npz", model=_model(kind, weights))
+    light = MAKE.KINDS[kind][0].startswith("softmax")
+    assert isinstance(fitted.detector, RestoredKS) == light
+    assert isinstance(fitted.features, RestoredSoftmax) == light
+    assert MAKE._record(fitted.test(batch)) == EXPECTED[kind]
