@@ -18,7 +18,12 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, _fit_context
-from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
+from dgpbench.detectors.base import (
+    ReferenceState,
+    ShiftTestResult,
+    check_min_samples,
+    package_version,
+)
 
 __all__ = ["ChiSquareShiftDetector"]
 
@@ -45,7 +50,7 @@ def _label_column(est: BaseEstimator, X: Any, *, reset: bool, name: str) -> np.n
     return arr[:, 0].astype(np.int64)
 
 
-class ChiSquareShiftDetector(BaseEstimator):
+class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
     """Chi-squared test of equal class frequencies in the reference and the test labels.
 
     Parameters
@@ -160,3 +165,5 @@ class ChiSquareShiftDetector(BaseEstimator):
     def p_value(self, X: Any) -> float:
         """Return the chi-squared p-value of ``X`` against the reference."""
         return self.test(X).p_value
+
+    _reference_attribute = "y_ref_"  # hard labels, one column

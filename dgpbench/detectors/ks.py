@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench.detectors.base import ReferenceState
 from dgpbench.detectors.ks_test import (  # re-exported: their home before the split
     CORRECTIONS,
     KSTestResult,
@@ -43,7 +44,7 @@ def _check_no_constant_features(X: np.ndarray, name: str) -> None:
         )
 
 
-class KSShiftDetector(BaseEstimator):
+class KSShiftDetector(ReferenceState, BaseEstimator):
     """Per-feature two-sample KS tests with a multiple-test correction (Rabanser et al., 2019).
 
     ``fit`` stores a clean reference batch; ``test`` compares a new batch with it, one KS test

@@ -32,7 +32,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import Interval, StrOptions, _fit_context
 from dgpbench._device import DEVICE_OPTIONS, resolve_device
-from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
+from dgpbench.detectors.base import (
+    ReferenceState,
+    ShiftTestResult,
+    check_min_samples,
+    package_version,
+)
 
 __all__ = ["BLOCK_BYTES", "MEDIAN_MAX_POINTS", "MMDShiftDetector", "mmd2_unbiased"]
 
@@ -190,7 +195,7 @@ def _check_no_constant_rows(X: np.ndarray, name: str) -> None:
         )
 
 
-class MMDShiftDetector(BaseEstimator):
+class MMDShiftDetector(ReferenceState, BaseEstimator):
     """Gaussian-kernel MMD two-sample test with an exact permutation p-value.
 
     ``fit`` stores a clean reference batch; ``test`` computes the unbiased MMD^2 between it

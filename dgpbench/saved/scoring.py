@@ -13,8 +13,8 @@ code without scikit-learn:
 * :class:`RestoredKS` calls :func:`dgpbench.detectors.ks_test.ks_test`, the whole test of
   :class:`~dgpbench.KSShiftDetector` once its inputs are checked.
 
-They are loaded by :mod:`dgpbench.saved.files`' own loader (the same format checks, state
-codecs, network fingerprint and refit of the reference sample); only the parameter and
+They are loaded by :mod:`dgpbench.saved.files`' own loader (the same format checks, the
+estimators' own ``set_state``, network fingerprint and refit of the reference sample); only the parameter and
 input checks that scikit-learn does for the estimators are done here, with the same
 outcome: ``tests/test_scoring.py`` holds them to scikit-learn's ``_parameter_constraints``
 value by value, to the estimators' results batch by batch, and to :func:`load_detector`'s
@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dgpbench._device import DEVICE_OPTIONS
+from dgpbench.detectors.base import ReferenceState
 from dgpbench.detectors.ks_test import ks_test
 from dgpbench.features.network import SoftmaxOutput, _as_real
 from dgpbench.saved.files import FittedDetector, _load, detector_classes, load_detector
@@ -126,7 +127,7 @@ def _checked_sample(
     return array
 
 
-class RestoredKS(_Restored):
+class RestoredKS(_Restored, ReferenceState):
     """A saved :class:`~dgpbench.KSShiftDetector`, refitted on its reference sample; ``test``
     gives the estimator's :class:`~dgpbench.detectors.KSTestResult`."""
 
