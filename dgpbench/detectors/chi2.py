@@ -9,7 +9,6 @@ would be all-zero columns, for which the expected counts are 0).
 
 from __future__ import annotations
 
-from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -17,13 +16,14 @@ from scipy.stats import chi2_contingency
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, _fit_context
+from dgpbench._compat import _fit_context
 from dgpbench.detectors.base import (
     ReferenceState,
     ShiftTestResult,
     check_min_samples,
     package_version,
 )
+from dgpbench.parameters import CHI2_RULES, sklearn_constraints
 
 __all__ = ["ChiSquareShiftDetector"]
 
@@ -88,9 +88,7 @@ class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
     True
     """
 
-    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
-    }
+    _parameter_constraints: dict = sklearn_constraints(CHI2_RULES)
 
     def __init__(self, alpha: float = 0.05) -> None:
         self.alpha = alpha

@@ -12,14 +12,13 @@ scikit-learn; this module adds the estimator: parameters and input checks.
 
 from __future__ import annotations
 
-from numbers import Real
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench._compat import _fit_context
 from dgpbench.detectors.base import ReferenceState
 from dgpbench.detectors.ks_test import (  # re-exported: their home before the split
     CORRECTIONS,
@@ -28,6 +27,7 @@ from dgpbench.detectors.ks_test import (  # re-exported: their home before the s
     constant_in_both,
     ks_test,
 )
+from dgpbench.parameters import KS_RULES, sklearn_constraints
 
 __all__ = ["CORRECTIONS", "KSShiftDetector", "KSTestResult", "_decide", "constant_in_both"]
 
@@ -108,10 +108,7 @@ class KSShiftDetector(ReferenceState, BaseEstimator):
     0.0125
     """
 
-    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
-        "correction": [StrOptions({"bonferroni", "fdr"}), None],
-    }
+    _parameter_constraints: dict = sklearn_constraints(KS_RULES)
 
     def __init__(self, alpha: float = 0.05, correction: str | None = "bonferroni") -> None:
         self.alpha = alpha

@@ -37,34 +37,22 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
-from dgpbench._device import DEVICE_OPTIONS
+from dgpbench._compat import StrOptions, _fit_context
 from dgpbench.features.network import NetworkFeatures, _load_model
+from dgpbench.parameters import WORKFLOW_RULES, sklearn_constraints
 
 __all__: list[str] = []  # the shared base of the members; see dgpbench.features
 
 
 #: The workflow's parameters (``dgpbench features``), taken by every representation, here
 #: and in :mod:`dgpbench.features`: the model and how its forward pass runs.
-WORKFLOW_CONSTRAINTS: dict = {
-    "model": "no_validation",
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    # joblib's convention: -1 = all cores, -2 = all but one; 0 is meaningless
-    "n_jobs": [
-        Interval(Integral, 1, None, closed="left"),
-        Interval(Integral, None, -1, closed="right"),
-        None,
-    ],
-    "progress": ["boolean"],
-    "device": [StrOptions(set(DEVICE_OPTIONS))],
-}
+WORKFLOW_CONSTRAINTS: dict = {"model": "no_validation", **sklearn_constraints(WORKFLOW_RULES)}
 
 #: The ``head`` parameter of the transformers that read a trailing MLP (TU, DGP, MAGDiff).
 HEAD_CONSTRAINT: list = [list, tuple, None]
