@@ -73,3 +73,68 @@ def test_saved_file_scores_the_recorded_results(kind: str, batch, weights) -> No
     assert isinstance(fitted.detector, RestoredKS) == light
     assert isinstance(fitted.features, RestoredSoftmax) == light
     assert MAKE._record(fitted.test(batch)) == EXPECTED[kind]
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED))
+def test_get_state_gives_back_the_saved_state(kind: str, weights) -> None:
+    """``set_state`` then ``get_state`` is the identity on every family's saved state."""
+    path = FIXTURES / f"{kind}.npz"
+    fitted = load_detector(path, model=_model(kind, weights))
+    with np.load(path) as store:
+        meta = json.loads(str(store["__meta__"]))
+        stored = {k: store[k] for k in store.files if k != "__meta__"}
+    given = {}
+    for role in ("features", "detector"):
+        est = getattr(fitted, role)
+        if est is None:
+            assert meta[role] is None
+            continue
+        state, arrays = est.get_state()
+        assert state == meta[role]["state"], role
+        given.update({f"{role}/{k}": v for k, v in arrays.items()})
+    assert given.keys() == stored.keys()
+    for key, value in stored.items():
+        assert given[key].dtype == value.dtype, key
+        np.testing.assert_array_equal(given[key], value, err_msg=key)
+
+
+def test_forward_pass_parameters_of_earlier_files_are_dropped(batch, weights) -> None:
+    """A model-free transformer that does not take the forward-pass parameters (batch size,
+    threads, progress, device) still loads a file that records them, once they are valid."""
+    from sklearn.base import BaseEstimator
+
+    from dgpbench.features.reductions import NoRedFeatures
+    from dgpbench.saved.files import _class, _load
+
+    class Lean(NoRedFeatures):
+        def __init__(self) -> None:
+            pass
+
+    assert BaseEstimator.get_params(Lean()) == {}
+    classes = {"NoRedFeatures": Lean}.get
+    path = FIXTURES / "noredu_ks.npz"
+    fitted = _load(path, None, lambda name: classes(name) or _class(name))
+    assert type(fitted.features) is Lean
+    assert MAKE._record(fitted.test(batch)) == EXPECTED["noredu_ks"]
+
+
+def test_dropped_parameters_are_still_checked(tmp_path: Path) -> None:
+    from dgpbench.features.reductions import NoRedFeatures
+    from dgpbench.saved.files import _class, _load
+
+    class Lean(NoRedFeatures):
+        def __init__(self) -> None:
+            pass
+
+    with np.load(FIXTURES / "noredu_ks.npz") as store:
+        arrays = {k: store[k] for k in store.files}
+    meta = json.loads(str(arrays["__meta__"]))
+    meta["features"]["params"]["batch_size"] = 0
+    arrays["__meta__"] = np.array(json.dumps(meta))
+    np.savez(tmp_path / "det.npz", **arrays)
+    with pytest.raises(ValueError, match="batch_size must be an int in the range"):
+        _load(
+            tmp_path / "det.npz",
+            None,
+            lambda name: Lean if name == "NoRedFeatures" else _class(name),
+        )

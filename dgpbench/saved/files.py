@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from dgpbench.models.specs import describe_model, is_factory_spec, load_model
+from dgpbench.parameters import WORKFLOW_RULES, light_checks
 from dgpbench.saved.fingerprint import network_fingerprint
 from dgpbench.saved.format import FORMAT, META, RoleArrays, _Invalid, json_value, read_meta, write
 from dgpbench.state import StateError
@@ -220,6 +221,23 @@ def _spec_class(spec: Any, role: str) -> str:
 _ADDED_PARAMS: dict[str, dict[str, Any]] = {"DGPFeatures": {"sort": True}}
 
 
+#: Forward-pass parameters that a transformer without a network may have taken, ignored, in
+#: the files of earlier versions: checked as when they were saved, then left out.
+_DROPPED_PARAMS = light_checks(WORKFLOW_RULES)
+
+
+def _without_dropped(params: dict[str, Any], expected: set[str], role: str) -> dict[str, Any]:
+    """``params`` without the :data:`_DROPPED_PARAMS` the estimator does not take."""
+    kept = dict(params)
+    for key in sorted(set(params) - expected):
+        if key in _DROPPED_PARAMS:
+            check, allowed = _DROPPED_PARAMS[key]
+            if not check(params[key]):
+                raise _Invalid(f"{role}: {key} must be {allowed}, got {params[key]!r}")
+            del kept[key]
+    return kept
+
+
 def _build(
     spec: Any,
     role: str,
@@ -241,6 +259,8 @@ def _build(
     # only behaviour then (and is its default).
     params = {**_ADDED_PARAMS.get(name, {}), **params}
     expected = set(est.get_params(deep=False)) - {"model"}
+    if role == "features":
+        params = _without_dropped(params, expected, role)
     if set(params) != expected:
         raise _Invalid(
             f"{role}: {name} takes parameters {sorted(expected)}, the file gives {sorted(params)}"
@@ -471,7 +491,8 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
             raise ValueError(
                 f"{path}: invalid detector file ({type(exc).__name__}: {exc})"
             ) from exc
-    width = getattr(features, "_n_features_out", None)
+    # the output width the transformer's state records (checked by its set_state)
+    width = None if feats_spec is None else feats_spec["state"].get("n_features_out")
     name = type(detector).__name__
     if width is not None and name != "ClassifierShiftDetector" and detector.n_features_in_ != width:
         raise ValueError(
