@@ -24,6 +24,18 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "saved"
 EXPECTED: dict[str, dict[str, Any]] = json.loads((FIXTURES / "expected.json").read_text())
 
 
+def _same_results(result: Any, expected: dict[str, Any]) -> None:
+    """The recorded decisions and p-values exactly; the statistics to the last few bits
+    (a feature computed with another number of threads may differ in its last bit)."""
+    got = MAKE.record(result)
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        if key in ("statistic", "distance"):
+            np.testing.assert_allclose(got[key], value, rtol=1e-9, atol=0, err_msg=key)
+        else:
+            assert got[key] == value, key
+
+
 def _make() -> Any:
     spec = importlib.util.spec_from_file_location("saved_fixtures_make", FIXTURES / "make.py")
     module = importlib.util.module_from_spec(spec)
@@ -62,7 +74,7 @@ def test_every_kind_has_a_fixture() -> None:
 def test_saved_file_gives_the_recorded_results(kind: str, batch, weights) -> None:
     fitted = load_detector(FIXTURES / f"{kind}.npz", model=_model(kind, weights))
     assert fitted.info == {"kind": kind, "test": MAKE.KINDS[kind][2]}
-    assert MAKE._record(fitted.test(batch)) == EXPECTED[kind]
+    _same_results(fitted.test(batch), EXPECTED[kind])
 
 
 @pytest.mark.parametrize("kind", sorted(k for k in EXPECTED if MAKE.KINDS[k][2] == "ks"))
@@ -72,7 +84,7 @@ def test_saved_file_scores_the_recorded_results(kind: str, batch, weights) -> No
     light = MAKE.KINDS[kind][0].startswith("softmax")
     assert isinstance(fitted.detector, RestoredKS) == light
     assert isinstance(fitted.features, RestoredSoftmax) == light
-    assert MAKE._record(fitted.test(batch)) == EXPECTED[kind]
+    _same_results(fitted.test(batch), EXPECTED[kind])
 
 
 @pytest.mark.parametrize("kind", sorted(EXPECTED))
@@ -115,7 +127,7 @@ def test_forward_pass_parameters_of_earlier_files_are_dropped(batch, weights) ->
     path = FIXTURES / "noredu_ks.npz"
     fitted = _load(path, None, lambda name: classes(name) or _class(name))
     assert type(fitted.features) is Lean
-    assert MAKE._record(fitted.test(batch)) == EXPECTED["noredu_ks"]
+    _same_results(fitted.test(batch), EXPECTED["noredu_ks"])
 
 
 def test_dropped_parameters_are_still_checked(tmp_path: Path) -> None:
