@@ -80,7 +80,7 @@ class FittedDetector:
         JSON-able facts about the fit (method, numbers of images, ...).
     model_sha256 : str or None, default=None
         The fingerprint of the network the transformer was fitted on (see
-        :func:`network_fingerprint`); set by :func:`save_detector` and
+        :func:`~dgpbench.saved.fingerprint.network_fingerprint`); set by :func:`save_detector` and
         :func:`load_detector`, None for a transformer without a network.
     """
 
