@@ -201,6 +201,7 @@ RANKS = {
 }
 HELPERS = {"io", "progress", "labels", "naming", "tables", "npz", "resources"}
 HELPERS |= {"_validation", "_compat", "_device", "_lazy"}
+HELPERS |= {"state", "parameters"}  # fitted state and parameter rules as plain data
 
 
 def _family(module: str) -> str:

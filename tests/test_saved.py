@@ -174,3 +174,32 @@ def test_truncated_file(tmp_path: Path, checkpoint: Path, data) -> None:
     path.write_bytes(path.read_bytes()[:200])
     with pytest.raises(ValueError, match="not a dgpbench detector file"):
         load_detector(path)
+
+
+def test_saved_reads_no_private_state_of_the_estimators() -> None:
+    """dgpbench.saved stores what each estimator's get_state gives and restores it through
+    set_state: it reads no underscore attribute of another object (scikit-learn's
+    ``_validate_params``, the estimator protocol, aside)."""
+    import ast
+
+    import dgpbench.saved
+
+    allowed = {"_validate_params"}
+    for path in sorted(Path(dgpbench.saved.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                assert node.attr in allowed, f"{path.name}:{node.lineno} reads .{node.attr}"
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr", "setattr")
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and str(node.args[1].value).startswith("_")
+            ):
+                raise AssertionError(f"{path.name}:{node.lineno} reads {node.args[1].value}")

@@ -5,7 +5,8 @@ Each detector (:mod:`~dgpbench.detectors.ks`, :mod:`~dgpbench.detectors.mmd`,
 statistic and p-value; the record layout follows alibi-detect's ``concept_drift_dict``
 (``data`` + ``meta``), so a table cell can be rebuilt from ``to_dict()`` alone.
 
-This module sits on the ground floor: it imports nothing of dgpbench but the version.
+This module sits on the ground floor: it imports nothing of dgpbench but the version and
+:mod:`dgpbench.state`.
 """
 
 from __future__ import annotations
@@ -106,3 +107,74 @@ class ShiftTestResult:
             },
             "meta": self.meta,
         }
+
+
+class ReferenceState:
+    """The saved state of a detector: its reference sample, refitted on when restored.
+
+    :mod:`dgpbench.saved` stores a detector as ``get_state()`` gives it; ``set_state``
+    refits the detector on the sample, so its own ``fit`` checks it (finite, shape, sample
+    count) exactly as for fresh data and rebuilds the identical state.
+    """
+
+    #: The fitted attribute holding the reference sample (``y_ref_`` for hard labels).
+    _reference_attribute: str = "X_ref_"
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state: no JSON values, one array (the reference sample).
+
+        Returns
+        -------
+        state : dict
+            Empty.
+        arrays : dict of str to ndarray
+            ``{"X_ref_": ...}`` (``y_ref_`` for the chi-squared test).
+
+        Raises
+        ------
+        TypeError
+            If the detector holds other fitted state, or a classifier object (which cannot
+            be stored without pickle).
+        """
+        from dgpbench.state import check_attributes
+
+        key = self._reference_attribute
+        check_attributes(self, {key, "n_features_in_"})
+        if getattr(self, "classifier", None) is not None:
+            raise TypeError(
+                "cannot save a ClassifierShiftDetector with a scikit-learn classifier (it cannot "
+                "be stored without pickle): use classifier=None, the default network"
+            )
+        return {}, {key: np.asarray(getattr(self, key))}
+
+    def set_state(self, state: dict[str, Any], arrays: Any) -> ReferenceState:
+        """Refit on the reference sample :meth:`get_state` gave.
+
+        Parameters
+        ----------
+        state : dict
+            The JSON state: empty.
+        arrays : mapping of str to ndarray
+            The reference sample under its attribute's name.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If the state is not empty, or the sample is not numbers or fails ``fit``.
+        """
+        from dgpbench.state import StateError, check_keys
+
+        check_keys(state, ())
+        key = self._reference_attribute
+        ref = arrays[key]
+        if ref.dtype.kind not in "biuf":
+            raise StateError(f"{key} has dtype {ref.dtype}, not numbers")
+        try:
+            self.fit(ref.reshape(-1, 1) if key == "y_ref_" else ref)
+        except (ValueError, TypeError) as exc:
+            raise StateError(f"its reference sample {key} is invalid: {exc}") from exc
+        return self

@@ -14,7 +14,6 @@ al.'s zero-count rule as a variant).
 from __future__ import annotations
 
 import math
-from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -22,8 +21,14 @@ from scipy.stats import chi2_contingency
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, _fit_context
-from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
+from dgpbench._compat import _fit_context
+from dgpbench.detectors.base import (
+    ReferenceState,
+    ShiftTestResult,
+    check_min_samples,
+    package_version,
+)
+from dgpbench.parameters import CHI2_RULES, sklearn_constraints
 
 __all__ = ["ZERO_COUNTS", "ChiSquareShiftDetector", "chi2_homogeneity", "class_counts"]
 
@@ -136,7 +141,7 @@ def _label_column(est: BaseEstimator, X: Any, *, reset: bool, name: str) -> np.n
     return arr[:, 0].astype(np.int64)
 
 
-class ChiSquareShiftDetector(BaseEstimator):
+class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
     """Chi-squared test of equal class frequencies in the reference and the test labels.
 
     Parameters
@@ -174,9 +179,7 @@ class ChiSquareShiftDetector(BaseEstimator):
     True
     """
 
-    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
-    }
+    _parameter_constraints: dict = sklearn_constraints(CHI2_RULES)
 
     def __init__(self, alpha: float = 0.05) -> None:
         self.alpha = alpha
@@ -241,3 +244,5 @@ class ChiSquareShiftDetector(BaseEstimator):
     def p_value(self, X: Any) -> float:
         """Return the chi-squared p-value of ``X`` against the reference."""
         return self.test(X).p_value
+
+    _reference_attribute = "y_ref_"  # hard labels, one column

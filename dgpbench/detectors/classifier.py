@@ -24,7 +24,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import HasMethods, Interval, StrOptions, _fit_context
 from dgpbench._device import DEVICE_OPTIONS, resolve_device
-from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
+from dgpbench.detectors.base import (
+    ReferenceState,
+    ShiftTestResult,
+    check_min_samples,
+    package_version,
+)
 
 __all__ = ["ClassifierShiftDetector"]
 
@@ -90,7 +95,7 @@ def _train_predict(
         return net(xe).argmax(dim=1).cpu().numpy()
 
 
-class ClassifierShiftDetector(BaseEstimator):
+class ClassifierShiftDetector(ReferenceState, BaseEstimator):
     """Domain-classifier two-sample test with a binomial p-value ("Failing loudly"'s Classif).
 
     Parameters

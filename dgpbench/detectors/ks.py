@@ -11,20 +11,21 @@ through, without scikit-learn; this module adds the estimator: parameters and in
 
 from __future__ import annotations
 
-from numbers import Real
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench._compat import _fit_context
+from dgpbench.detectors.base import ReferenceState
 from dgpbench.detectors.ks_test import KSTestResult, ks_test
+from dgpbench.parameters import KS_RULES, sklearn_constraints
 
 __all__ = ["KSShiftDetector"]
 
 
-class KSShiftDetector(BaseEstimator):
+class KSShiftDetector(ReferenceState, BaseEstimator):
     """Per-feature two-sample KS tests with a multiple-test correction (Rabanser et al., 2019).
 
     ``fit`` stores a clean reference batch; ``test`` compares a new batch with it, one KS test
@@ -88,10 +89,7 @@ class KSShiftDetector(BaseEstimator):
     0.0125
     """
 
-    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
-        "correction": [StrOptions({"bonferroni", "fdr"}), None],
-    }
+    _parameter_constraints: dict = sklearn_constraints(KS_RULES)
 
     def __init__(self, alpha: float = 0.05, correction: str | None = "bonferroni") -> None:
         self.alpha = alpha

@@ -22,7 +22,6 @@ for every permutation before the next is built, so memory stays bounded by
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -30,9 +29,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
-from dgpbench._device import DEVICE_OPTIONS, resolve_device
-from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
+from dgpbench._compat import _fit_context
+from dgpbench._device import resolve_device
+from dgpbench.detectors.base import (
+    ReferenceState,
+    ShiftTestResult,
+    check_min_samples,
+    package_version,
+)
+from dgpbench.parameters import MMD_RULES, sklearn_constraints
 
 __all__ = [
     "BLOCK_BYTES",
@@ -238,7 +243,7 @@ def _check_no_constant_rows(X: np.ndarray, name: str) -> None:
         )
 
 
-class MMDShiftDetector(BaseEstimator):
+class MMDShiftDetector(ReferenceState, BaseEstimator):
     """Gaussian-kernel MMD two-sample test with an exact permutation p-value.
 
     ``fit`` stores a clean reference batch; ``test`` computes the unbiased MMD^2 between it
@@ -303,13 +308,7 @@ class MMDShiftDetector(BaseEstimator):
     True
     """
 
-    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
-        "n_permutations": [Interval(Integral, 1, None, closed="left")],
-        "bandwidth": [StrOptions({"median"}), Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-        "device": [StrOptions(set(DEVICE_OPTIONS))],
-    }
+    _parameter_constraints: dict = sklearn_constraints(MMD_RULES)
 
     def __init__(
         self,

@@ -266,6 +266,107 @@ class _Autoencoder(TransformerMixin, BaseEstimator):
         n = self.transform(np.zeros((1, *self.image_shape_), dtype=np.float32)).shape[1]
         return np.asarray([f"{self._prefix}_code{k}" for k in range(n)], dtype=object)
 
+    # -- saved state (dgpbench.saved) ------------------------------------------------------
+    #: The fitted attributes :meth:`get_state` stores; whether a fitted one has a loss curve.
+    _state_attributes: ClassVar[frozenset[str]] = frozenset(
+        ("image_shape_", "n_features_in_", "architecture_", "encoder_", "decoder_", "loss_curve_")
+    )
+    _trained: ClassVar[bool] = False
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state as JSON values and arrays (see :mod:`dgpbench.state`).
+
+        Returns
+        -------
+        state : dict
+            The image shape, the architecture, the names of the weights and the loss curve.
+        arrays : dict of str to ndarray
+            The encoder's and decoder's weights, ``encoder/<name>`` and ``decoder/<name>``.
+
+        Raises
+        ------
+        TypeError
+            If the transformer holds state this method does not store.
+        """
+        from dgpbench.state import check_attributes
+
+        check_attributes(self, self._state_attributes)
+        state: dict[str, Any] = {
+            "image_shape_": [int(v) for v in self.image_shape_],
+            "n_features_in_": int(self.n_features_in_),
+            "architecture_": str(self.architecture_),
+        }
+        if hasattr(self, "loss_curve_"):
+            state["loss_curve_"] = [float(v) for v in self.loss_curve_]
+        arrays = {}
+        for part in ("encoder", "decoder"):
+            weights = getattr(self, f"{part}_").state_dict()
+            state[f"{part}_keys"] = sorted(weights)
+            for key in sorted(weights):
+                arrays[f"{part}/{key}"] = weights[key].detach().cpu().numpy()
+        return state, arrays
+
+    def set_state(self, state: dict[str, Any], arrays: Any) -> _Autoencoder:
+        """Restore the state :meth:`get_state` gave, checking every value.
+
+        Parameters
+        ----------
+        state : dict
+            The JSON state (untrusted: every value is checked).
+        arrays : mapping of str to ndarray
+            The weights, read on demand: exactly the architecture's, float32 and finite.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If a value is malformed or does not fit the architecture or another value.
+        """
+        import torch
+
+        from dgpbench.state import StateError, check_keys, state_array, state_int, state_shape
+
+        keys = ("image_shape_", "n_features_in_", "architecture_", "encoder_keys", "decoder_keys")
+        if self._trained:
+            check_keys(state, (*keys, "loss_curve_"))
+        else:
+            check_keys(state, keys, ("loss_curve_",))
+        shape = state_shape(state["image_shape_"], "image_shape_", optional=False)
+        if len(shape) != 3:
+            raise StateError(f"image_shape_ must be (C, H, W), got {shape}")
+        self.image_shape_ = shape
+        self.n_features_in_ = state_int(state["n_features_in_"], "n_features_in_", 1)
+        if self.n_features_in_ != int(np.prod(shape)):
+            raise StateError(f"n_features_in_ = {self.n_features_in_} does not match image_shape_")
+        arch = state["architecture_"]
+        if not isinstance(arch, str) or arch not in ARCHITECTURES:
+            raise StateError(f"unknown autoencoder architecture {arch!r}")
+        self.architecture_ = arch
+        if "loss_curve_" in state:
+            curve = state["loss_curve_"]
+            if not isinstance(curve, list) or not all(isinstance(v, float) for v in curve):
+                raise StateError("loss_curve_ must be a list of numbers")
+            self.loss_curve_ = curve
+        encoder, decoder = build_autoencoder(arch, shape, 0)
+        for part, module in (("encoder", encoder), ("decoder", decoder)):
+            expected = module.state_dict()
+            if state[f"{part}_keys"] != sorted(expected):
+                raise StateError(f"the {part}'s weights do not fit the {arch!r} architecture")
+            weights = {}
+            for key, ref in expected.items():
+                arr = state_array(arrays[f"{part}/{key}"], f"{part} {key}")
+                if arr.shape != tuple(ref.shape) or arr.dtype != np.float32:
+                    raise StateError(
+                        f"{part} {key} has shape {arr.shape} {arr.dtype}, not {tuple(ref.shape)}"
+                    )
+                weights[key] = torch.from_numpy(np.array(arr))
+            module.load_state_dict(weights)
+            setattr(self, f"{part}_", module.eval())
+        return self
+
 
 class UAEFeatures(_Autoencoder):
     """Encoder of an untrained convolutional autoencoder ("UAE" in "Failing loudly").
@@ -456,3 +557,5 @@ class TAEFeatures(_Autoencoder):
             curve.append(total / len(xt))
         net.cpu().eval()
         return curve
+
+    _trained = True  # its fitted state holds the training's loss curve

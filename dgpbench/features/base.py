@@ -37,41 +37,28 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
-from dgpbench._device import DEVICE_OPTIONS
+from dgpbench._compat import StrOptions, _fit_context
 from dgpbench.features.network import NetworkFeatures
+from dgpbench.parameters import WORKFLOW_RULES, sklearn_constraints
 
 __all__: list[str] = []  # the shared base of the members; see dgpbench.features
 
 
 #: How a network's forward pass runs, taken by every transformer that runs a network (the
 #: classifier's here and in :mod:`dgpbench.features`, or an autoencoder's).
-FORWARD_CONSTRAINTS: dict = {
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "device": [StrOptions(set(DEVICE_OPTIONS))],
-}
+FORWARD_CONSTRAINTS: dict = sklearn_constraints(
+    {name: WORKFLOW_RULES[name] for name in ("batch_size", "device")}
+)
 
 #: The workflow's parameters (``dgpbench features``) of the transformers built on the
 #: classifier: the model, its forward pass, and the compiled kernels' threads and progress.
-WORKFLOW_CONSTRAINTS: dict = {
-    "model": "no_validation",
-    "batch_size": FORWARD_CONSTRAINTS["batch_size"],
-    # joblib's convention: -1 = all cores, -2 = all but one; 0 is meaningless
-    "n_jobs": [
-        Interval(Integral, 1, None, closed="left"),
-        Interval(Integral, None, -1, closed="right"),
-        None,
-    ],
-    "progress": ["boolean"],
-    "device": FORWARD_CONSTRAINTS["device"],
-}
+WORKFLOW_CONSTRAINTS: dict = {"model": "no_validation", **sklearn_constraints(WORKFLOW_RULES)}
 
 #: The ``head`` parameter of the transformers that read a trailing MLP (TU, DGP, MAGDiff).
 HEAD_CONSTRAINT: list = [list, tuple, None]

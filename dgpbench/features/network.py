@@ -12,6 +12,7 @@ same code without importing scikit-learn (a third of a command's start-up).
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -408,6 +409,203 @@ class NetworkFeatures:
         else:
             names = self._raw_names()
         return np.asarray(names, dtype=object)
+
+    # -- saved state (dgpbench.saved) ------------------------------------------------------
+    #: The fitted attributes :meth:`get_state` stores (the network itself is not stored).
+    _state_attributes: ClassVar[frozenset[str]] = frozenset(
+        ("input_shape_", "body_", "graph_", "image_shape_", "body_input_shape_",
+         "n_features_in_", "classes_", "class_means_", "_n_features_out",
+         "head_", "head_activations_", "output_", "n_outputs_")
+    )  # fmt: skip
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state as JSON values and arrays, without the network.
+
+        The network is identified apart (:func:`dgpbench.saved.network_fingerprint`); the
+        state holds the image layout, the split of a network with its own forward, the
+        classes and the class means.
+
+        Returns
+        -------
+        state : dict
+            JSON values: shapes, sizes and the recorded split.
+        arrays : dict of str to ndarray
+            ``classes_`` and ``class_means_/<k>``.
+
+        Raises
+        ------
+        TypeError
+            If the transformer holds state this method does not store.
+        """
+        from dgpbench.state import check_attributes
+
+        check_attributes(self, self._state_attributes)
+        state: dict[str, Any] = {}
+        for key in ("input_shape_", "image_shape_", "body_input_shape_"):
+            if hasattr(self, key):
+                value = getattr(self, key)
+                state[key] = None if value is None else [int(v) for v in value]
+        state["n_features_in_"] = int(self.n_features_in_)
+        state["n_features_out"] = int(self._n_features_out)
+        if getattr(self, "output_", None) is not None:  # the recorded split: no forward on load
+            state["split"] = {
+                "head": None if self.head_ is None else [str(n) for n in self.head_],
+                "activations": (
+                    None
+                    if self.head_activations_ is None
+                    else [str(a) for a in self.head_activations_]
+                ),
+                "output": str(self.output_),
+                "n_outputs": int(self.n_outputs_),
+            }
+        if self.classes_.dtype.kind not in "iuU":
+            raise TypeError(
+                f"cannot save {type(self).__name__}: classes_ of dtype {self.classes_.dtype}"
+            )
+        arrays = {"classes_": np.asarray(self.classes_)}
+        if hasattr(self, "class_means_"):
+            state["n_class_means"] = len(self.class_means_)
+            for k, block in enumerate(self.class_means_):
+                arrays[f"class_means_/{k}"] = np.asarray(block)
+        return state, arrays
+
+    def set_state(
+        self,
+        state: dict[str, Any],
+        arrays: Any,
+        *,
+        network: Any,
+        verify: Any = None,
+    ) -> NetworkFeatures:
+        """Restore the state :meth:`get_state` gave, on ``network``, checking every value.
+
+        Parameters
+        ----------
+        state : dict
+            The JSON state (untrusted: every value is checked).
+        arrays : mapping of str to ndarray
+            The arrays, read on demand (``classes_``, ``class_means_/<k>``).
+        network : torch.nn.Module or MLPGraph
+            The network the transformer was fitted on.
+        verify : callable, optional
+            ``verify(body_, graph_)``, called once the network is attached and before the
+            rest of the state is checked (the fingerprint: other errors follow from it).
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If a value is malformed or does not fit the network or another value.
+        ValueError
+            If the network cannot be split as it was when fitted.
+        """
+        from dgpbench.models.cnn import split_network
+        from dgpbench.state import StateError, check_keys, state_array, state_int, state_shape
+
+        check_keys(
+            state,
+            ("input_shape_", "image_shape_", "n_features_in_", "n_features_out"),
+            ("body_input_shape_", "split", "n_class_means"),
+        )
+        self.input_shape_ = state_shape(state["input_shape_"], "input_shape_")
+        self.image_shape_ = state_shape(state["image_shape_"], "image_shape_")
+        split = state.get("split")
+        try:
+            if split is None:
+                self.body_, self.graph_ = split_network(network, device=self.device)
+            else:
+                self._set_split_state(split)
+                self._attach_network(network, fitted=True)
+        except StateError:
+            raise
+        except (TypeError, ValueError) as exc:  # a network of another kind than the fitted one
+            raise ValueError(f"the model cannot be used: {exc}") from exc
+        if verify is not None:
+            verify(self.body_, self.graph_)
+        body_shape = state.get("body_input_shape_")
+        if (self.body_ is None) != (body_shape is None):
+            raise StateError(
+                "body_input_shape_ does not match the network (with or without a body)"
+            )
+        if body_shape is not None:
+            self.body_input_shape_ = state_shape(body_shape, "body_input_shape_", optional=False)
+        self.n_features_in_ = state_int(state["n_features_in_"], "n_features_in_", 1)
+        if self.body_ is None and self.n_features_in_ != self.graph_.n_inputs:
+            raise StateError(
+                f"n_features_in_ = {self.n_features_in_} but the network takes "
+                f"{self.graph_.n_inputs} inputs"
+            )
+        for key in ("image_shape_", "body_input_shape_"):
+            shape = getattr(self, key, None)
+            if shape is not None and math.prod(shape) != self.n_features_in_:
+                raise StateError(
+                    f"{key} {shape} does not hold n_features_in_ = {self.n_features_in_}"
+                )
+        self._n_features_out = state_int(state["n_features_out"], "n_features_out", 1)
+        classes = state_array(arrays["classes_"], "classes_", kinds="iuU", ndim=1)
+        if len(classes) == 0 or len(np.unique(classes)) != len(classes):
+            raise StateError("classes_ must be distinct labels, at least one")
+        self.classes_ = classes
+        n_means = state.get("n_class_means")
+        if n_means is None:  # BBSDh: the predicted class, no class means
+            if self._n_features_out != 1 or not np.array_equal(
+                classes, np.arange(self.graph_.n_outputs)
+            ):
+                raise StateError("classes_ or n_features_out do not match the network's outputs")
+            return self
+        n_means = state_int(n_means, "n_class_means", 1)
+        means = [
+            state_array(arrays[f"class_means_/{k}"], f"class_means_/{k}", ndim=2)
+            for k in range(n_means)
+        ]
+        # The shapes the transformer's own raw representation has, from a probe through the head.
+        probe = self._raw_blocks(np.zeros((2, self.graph_.n_inputs), dtype=np.float32))
+        widths = [b.shape[1] for b in probe]
+        if [m.shape for m in means] != [(len(classes), w) for w in widths]:
+            raise StateError(
+                f"class_means_ of shapes {[m.shape for m in means]} do not fit {len(classes)} "
+                f"classes and the network's representation (widths {widths})"
+            )
+        self.class_means_ = means
+        expected = len(classes) if self.representation == "distances" else sum(widths)
+        if self._n_features_out != expected:
+            raise StateError(f"n_features_out = {self._n_features_out}, expected {expected}")
+        return self
+
+    def _set_split_state(self, split: Any) -> None:
+        """Set a recorded head split (``head_``, ``head_activations_``, ``output_``,
+        ``n_outputs_``) after checking every field's type and value."""
+        from dgpbench.models.cnn import OUTPUT_KINDS
+        from dgpbench.state import StateError, state_int
+
+        if not isinstance(split, dict) or set(split) != {
+            "head",
+            "activations",
+            "output",
+            "n_outputs",
+        }:
+            raise StateError("split must hold head, activations, output and n_outputs")
+
+        def names(key: str) -> tuple[str, ...] | None:
+            value = split[key]
+            if value is None:
+                return None
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(v, str) for v in value)
+            ):
+                raise StateError(f"split {key} must be a non-empty list of names or null")
+            return tuple(value)
+
+        self.head_, self.head_activations_ = names("head"), names("activations")
+        if split["output"] not in OUTPUT_KINDS:
+            raise StateError(f"split output must be one of {OUTPUT_KINDS}, got {split['output']!r}")
+        self.output_ = split["output"]
+        self.n_outputs_ = state_int(split["n_outputs"], "split n_outputs", 1)
 
 
 class SoftmaxOutput(NetworkFeatures):

@@ -8,6 +8,7 @@ of principal components that keep 80% of the variance of the fit images.
 
 from __future__ import annotations
 
+import math
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -52,6 +53,61 @@ class _Reduction(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return np.asarray([f"{self._prefix}{k}" for k in range(self._n_features_out)], dtype=object)
 
+    # -- saved state (dgpbench.saved) ------------------------------------------------------
+    #: The fitted attributes :meth:`get_state` stores, and the keys of its JSON state.
+    _state_attributes: ClassVar[frozenset[str]] = frozenset(("n_features_in_", "_n_features_out"))
+    _state_keys: ClassVar[tuple[str, ...]] = ("n_features_in_", "n_features_out")
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state as JSON values and arrays (see :mod:`dgpbench.state`).
+
+        Returns
+        -------
+        state : dict
+            The input and output widths (and a subclass's JSON values).
+        arrays : dict of str to ndarray
+            A subclass's fitted arrays (none for NoRed).
+
+        Raises
+        ------
+        TypeError
+            If the transformer holds state this method does not store.
+        """
+        from dgpbench.state import check_attributes
+
+        check_attributes(self, self._state_attributes)
+        state = {
+            "n_features_in_": int(self.n_features_in_),
+            "n_features_out": int(self._n_features_out),
+        }
+        return state, {}
+
+    def set_state(self, state: dict[str, Any], arrays: Any) -> _Reduction:
+        """Restore the state :meth:`get_state` gave, checking every value.
+
+        Parameters
+        ----------
+        state : dict
+            The JSON state (untrusted: every value is checked).
+        arrays : mapping of str to ndarray
+            The arrays, read on demand.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If a value is malformed or does not fit another value.
+        """
+        from dgpbench.state import check_keys, state_int
+
+        check_keys(state, self._state_keys)
+        self.n_features_in_ = state_int(state["n_features_in_"], "n_features_in_", 1)
+        self._n_features_out = state_int(state["n_features_out"], "n_features_out", 1)
+        return self
+
 
 class NoRedFeatures(_Reduction):
     """No reduction ("NoRed"): the flattened pixels themselves.
@@ -81,6 +137,16 @@ class NoRedFeatures(_Reduction):
         """Return the flattened images, float64, shape ``(n, n_features_in_)``."""
         check_is_fitted(self)
         return self._validate(X, reset=False)
+
+    def set_state(self, state: dict[str, Any], arrays: Any) -> NoRedFeatures:
+        """Restore the state :meth:`get_state` gave: as many outputs as inputs."""
+        from dgpbench.state import StateError
+
+        super().set_state(state, arrays)
+        k, d = self._n_features_out, self.n_features_in_
+        if k != d:  # the pixels themselves
+            raise StateError(f"n_features_out = {k}, but NoRed returns its {d} inputs")
+        return self
 
 
 class ImageFeatures(NoRedFeatures):
@@ -115,6 +181,27 @@ class ImageFeatures(NoRedFeatures):
         """Return the images as float64, in the reference images' shape."""
         flat = super().transform(X)
         return flat.reshape(len(flat), *self.image_shape_)
+
+    _state_attributes = NoRedFeatures._state_attributes | {"image_shape_"}
+    _state_keys = (*NoRedFeatures._state_keys, "image_shape_")
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state: NoRed's and the reference images' shape."""
+        state, arrays = super().get_state()
+        state["image_shape_"] = [int(v) for v in self.image_shape_]
+        return state, arrays
+
+    def set_state(self, state: dict[str, Any], arrays: Any) -> ImageFeatures:
+        """Restore the state :meth:`get_state` gave: an image shape holding every pixel."""
+        from dgpbench.state import StateError, state_shape
+
+        super().set_state(state, arrays)
+        self.image_shape_ = state_shape(state["image_shape_"], "image_shape_", optional=False)
+        if math.prod(self.image_shape_) != self.n_features_in_:
+            raise StateError(
+                f"image_shape_ {self.image_shape_} does not hold {self.n_features_in_} pixels"
+            )
+        return self
 
 
 class PCAFeatures(_Reduction):
@@ -176,6 +263,32 @@ class PCAFeatures(_Reduction):
         """Project ``X`` on the components: shape ``(n, pca_.n_components_)``."""
         check_is_fitted(self)
         return self.pca_.transform(self._validate(X, reset=False))
+
+    _state_attributes = _Reduction._state_attributes | {"pca_"}
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state: the widths and the PCA's components, mean and variances."""
+        state, arrays = super().get_state()
+        for key in ("components_", "mean_", "explained_variance_"):
+            arrays[f"pca/{key}"] = np.asarray(getattr(self.pca_, key))
+        return state, arrays
+
+    def set_state(self, state: dict[str, Any], arrays: Any) -> PCAFeatures:
+        """Restore the state :meth:`get_state` gave: finite arrays of consistent shapes."""
+        from dgpbench.state import StateError, state_array
+
+        super().set_state(state, arrays)
+        d, k = self.n_features_in_, self._n_features_out
+        comp = state_array(arrays["pca/components_"], "pca components_", ndim=2)
+        mean = state_array(arrays["pca/mean_"], "pca mean_", ndim=1)
+        var = state_array(arrays["pca/explained_variance_"], "pca explained_variance_", ndim=1)
+        if comp.shape != (k, d) or mean.shape != (d,) or var.shape != (k,) or (var < 0).any():
+            raise StateError(f"PCA arrays do not fit {d} inputs and {k} components")
+        pca = PCA(n_components=self.n_components, svd_solver="full", random_state=self.random_state)
+        pca.components_, pca.mean_, pca.explained_variance_ = comp, mean, var
+        pca.n_components_, pca.n_features_in_ = k, d
+        self.pca_ = pca
+        return self
 
 
 class SRPFeatures(_Reduction):
@@ -240,3 +353,53 @@ class SRPFeatures(_Reduction):
         """Project ``X``: shape ``(n, srp_.n_components_)``."""
         check_is_fitted(self)
         return np.asarray(self.srp_.transform(self._validate(X, reset=False)), dtype=np.float64)
+
+    _state_attributes = _Reduction._state_attributes | {"srp_"}
+    _state_keys = (*_Reduction._state_keys, "srp_sparse", "srp_density")
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state: the widths and the projection matrix (CSR arrays if sparse)."""
+        state, arrays = super().get_state()
+        comp = self.srp_.components_
+        sparse = hasattr(comp, "tocsr")
+        if sparse:
+            comp = comp.tocsr()
+            arrays.update(
+                {"srp/data": comp.data, "srp/indices": comp.indices, "srp/indptr": comp.indptr}
+            )
+        else:
+            arrays["srp/dense"] = np.asarray(comp)
+        state["srp_sparse"] = sparse
+        state["srp_density"] = float(self.srp_.density_)
+        return state, arrays
+
+    def set_state(self, state: dict[str, Any], arrays: Any) -> SRPFeatures:
+        """Restore the state :meth:`get_state` gave: a well-formed matrix of the right shape."""
+        import scipy.sparse
+
+        from dgpbench.state import StateError, state_array
+
+        super().set_state(state, arrays)
+        d, k = self.n_features_in_, self._n_features_out
+        if state["srp_sparse"]:
+            data = state_array(arrays["srp/data"], "srp data", ndim=1)
+            indices = state_array(arrays["srp/indices"], "srp indices", kinds="iu", ndim=1)
+            indptr = state_array(arrays["srp/indptr"], "srp indptr", kinds="iu", ndim=1)
+            try:
+                comp = scipy.sparse.csr_matrix((data, indices, indptr), shape=(k, d))
+                comp.check_format(full_check=True)
+            except ValueError as exc:
+                raise StateError(f"the random projection is malformed ({exc})") from exc
+        else:
+            comp = state_array(arrays["srp/dense"], "srp components", ndim=2)
+            if comp.shape != (k, d):
+                raise StateError(f"the random projection does not fit {d} inputs and {k} outputs")
+        density = state["srp_density"]
+        if not isinstance(density, float) or not 0 < density <= 1:
+            raise StateError(f"srp density must be in (0, 1], got {density!r}")
+        srp = SparseRandomProjection(
+            n_components=k, dense_output=True, random_state=self.random_state
+        )
+        srp.components_, srp.n_components_, srp.density_, srp.n_features_in_ = comp, k, density, d
+        self.srp_ = srp
+        return self

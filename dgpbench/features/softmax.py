@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dgpbench._compat import StrOptions
 from dgpbench.features.base import _MLPFeatures
 from dgpbench.features.network import SoftmaxOutput
+from dgpbench.parameters import SOFTMAX_RULES, sklearn_constraints
 
 __all__ = ["SoftmaxFeatures"]
 
@@ -70,7 +70,7 @@ class SoftmaxFeatures(SoftmaxOutput, _MLPFeatures):
 
     _parameter_constraints: ClassVar[dict] = {
         **_MLPFeatures._parameter_constraints,
-        "representation": [StrOptions({"softmax", "distances"})],
+        **sklearn_constraints(SOFTMAX_RULES),
     }
 
     def __init__(

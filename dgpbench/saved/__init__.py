@@ -1,7 +1,9 @@
 """Saved detectors: one ``.npz`` file per fitted transformer and detector, without pickle.
 
-* :mod:`~dgpbench.saved.files`: the format, :func:`save_detector` and :func:`load_detector`
-  (what loading trusts, and what it does not);
+* :mod:`~dgpbench.saved.files`: :func:`save_detector` and :func:`load_detector` (what
+  loading trusts, and what it does not), and which estimators can be saved;
+* :mod:`~dgpbench.saved.format`: the file (a JSON header and named arrays in one ``.npz``);
+* :mod:`~dgpbench.saved.fingerprint`: :func:`network_fingerprint`, the network's SHA-256;
 * :mod:`~dgpbench.saved.scoring`: :func:`load_scorer`, which ``dgpbench score --detector``
   uses: a softmax + KS file restored without importing scikit-learn.
 
@@ -12,10 +14,12 @@ from dgpbench._lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(
-        ("FORMAT", "SAVEABLE", "FittedDetector", "ModelRequiredError", "detector_classes",
-         "is_saveable", "load_detector", "network_fingerprint", "save_detector"),
+        ("SAVEABLE", "FittedDetector", "ModelRequiredError", "detector_classes", "is_saveable",
+         "load_detector", "save_detector"),
         "dgpbench.saved.files",
     ),
+    "FORMAT": "dgpbench.saved.format",
+    "network_fingerprint": "dgpbench.saved.fingerprint",
     **dict.fromkeys(("RestoredKS", "RestoredSoftmax", "load_scorer"), "dgpbench.saved.scoring"),
 }  # fmt: skip
 

@@ -13,66 +13,37 @@ code without scikit-learn:
 * :class:`RestoredKS` calls :func:`dgpbench.detectors.ks_test.ks_test`, the whole test of
   :class:`~dgpbench.KSShiftDetector` once its inputs are checked.
 
-They are loaded by :mod:`dgpbench.saved.files`' own loader (the same format checks, state
-codecs, network fingerprint and refit of the reference sample); only the parameter and
-input checks that scikit-learn does for the estimators are done here, with the same
-outcome: ``tests/test_scoring.py`` holds them to scikit-learn's ``_parameter_constraints``
-value by value, to the estimators' results batch by batch, and to :func:`load_detector`'s
-refusals file by file. Every other detector loads as :func:`dgpbench.saved.files.load_detector`
-loads it.
+They are loaded by :mod:`dgpbench.saved.files`' own loader (the same format checks, the
+estimators' own ``set_state``, network fingerprint and refit of the reference sample). Their
+parameter checks are built from the rules that the estimators' scikit-learn constraints are
+built from (:mod:`dgpbench.parameters`); the input checks that scikit-learn does for the
+estimators are done here, with the same outcome. ``tests/test_scoring.py`` holds them to
+scikit-learn's ``_parameter_constraints`` value by value, to the estimators' results batch
+by batch, and to :func:`load_detector`'s refusals file by file. Every other detector loads
+as :func:`dgpbench.saved.files.load_detector` loads it.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
-from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dgpbench._device import DEVICE_OPTIONS
+from dgpbench.detectors.base import ReferenceState
 from dgpbench.detectors.ks_test import ks_test
 from dgpbench.features.network import SoftmaxOutput, as_real_array
+from dgpbench.parameters import KS_RULES, SOFTMAX_RULES, WORKFLOW_RULES, light_checks
 from dgpbench.saved.files import FittedDetector, _load, detector_classes, load_detector
 
 __all__ = ["RestoredKS", "RestoredSoftmax", "load_scorer"]
 
 
-# -- scikit-learn's parameter constraints, as predicates ---------------------------------
-def _in_range(kind: type, low: float | None, high: float | None, closed: str) -> Callable:
-    """``Interval(kind, low, high, closed=closed)`` of scikit-learn, for one value."""
-
-    def check(value: Any) -> bool:
-        if not isinstance(value, kind):
-            return False
-        if not isinstance(value, Integral) and math.isnan(value):
-            return False
-        if low is not None and (value < low or (value == low and closed in ("right", "neither"))):
-            return False
-        return not (
-            high is not None and (value > high or (value == high and closed in ("left", "neither")))
-        )
-
-    return check
-
-
-def _options(*values: Any) -> Callable:
-    """``StrOptions(values)`` (strings) and ``None`` (when listed) of scikit-learn."""
-    strings = {v for v in values if isinstance(v, str)}
-    return lambda value: (
-        (value is None and None in values) or (isinstance(value, str) and value in strings)
-    )
-
-
-def _any_of(*checks: Callable) -> Callable:
-    return lambda value: any(check(value) for check in checks)
-
-
 class _Restored:
     """The part of scikit-learn's estimator protocol that :mod:`dgpbench.saved` uses:
-    ``get_params``, ``set_params`` and ``_validate_params`` over ``_defaults``."""
+    ``get_params``, ``set_params`` and ``_validate_params`` over ``_defaults``, with the
+    checks built from the estimator's own parameter rules (:mod:`dgpbench.parameters`)."""
 
     _name: ClassVar[str]  # the registry name (and the estimator's class name)
     _defaults: ClassVar[dict[str, Any]]
@@ -126,16 +97,13 @@ def _checked_sample(
     return array
 
 
-class RestoredKS(_Restored):
+class RestoredKS(_Restored, ReferenceState):
     """A saved :class:`~dgpbench.KSShiftDetector`, refitted on its reference sample; ``test``
     gives the estimator's :class:`~dgpbench.detectors.KSTestResult`."""
 
     _name = "KSShiftDetector"
     _defaults: ClassVar[dict[str, Any]] = {"alpha": 0.05, "correction": "bonferroni"}
-    _checks: ClassVar[dict] = {
-        "alpha": (_in_range(Real, 0, 1, "neither"), "a float in the range (0, 1)"),
-        "correction": (_options("bonferroni", "fdr", None), "'bonferroni', 'fdr' or None"),
-    }
+    _checks: ClassVar[dict] = light_checks(KS_RULES)
 
     def fit(self, X_ref: Any) -> RestoredKS:
         """Keep a checked copy of the reference features (``KSShiftDetector.fit``)."""
@@ -162,20 +130,7 @@ class RestoredSoftmax(_Restored, SoftmaxOutput):
         "progress": False,
         "device": "cpu",
     }
-    _checks: ClassVar[dict] = {
-        "representation": (_options("softmax", "distances"), "'softmax' or 'distances'"),
-        "batch_size": (_in_range(Integral, 1, None, "left"), "an int in the range [1, inf)"),
-        "n_jobs": (
-            _any_of(
-                _in_range(Integral, 1, None, "left"),
-                _in_range(Integral, None, -1, "right"),
-                _options(None),
-            ),
-            "an int in the range [1, inf), an int in the range (-inf, -1] or None",
-        ),
-        "progress": (lambda v: isinstance(v, bool | np.bool_), "an instance of 'bool'"),
-        "device": (_options(*DEVICE_OPTIONS), " or ".join(map(repr, DEVICE_OPTIONS))),
-    }
+    _checks: ClassVar[dict] = light_checks({**WORKFLOW_RULES, **SOFTMAX_RULES})
 
 
 _RESTORED: dict[str, type] = {"SoftmaxFeatures": RestoredSoftmax, "KSShiftDetector": RestoredKS}
