@@ -14,7 +14,7 @@ import torch
 from dgpbench.analysis.stacked import stacked_criteria
 from dgpbench.analysis.weights import model_metrics
 from dgpbench.cli.main import main
-from dgpbench.models.train import load_checkpoint
+from dgpbench.models.checkpoints import load_checkpoint
 from dgpbench.topology import deep_graph_persistence
 from dgpbench.topology.stacked import stacked_persistence
 
@@ -263,7 +263,7 @@ def test_chunked_evaluation_equals_todays(monkeypatch, options):
     (MKL rounds a row of a small product differently by the number of rows)."""
     import dgpbench.analysis.stacked as an_stacked
     import dgpbench.models.stacked as mstacked
-    from dgpbench.models.train import ArchConfig
+    from dgpbench.models.architectures import ArchConfig
 
     arch = ArchConfig(12, 9, 3, 4, **options)
     nets, gens = zip(*(mstacked._seed_model(arch, s, s + 7) for s in range(3)), strict=True)

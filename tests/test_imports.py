@@ -114,26 +114,34 @@ def test_no_import_cycle_in_the_package():
 def test_architectures_and_checkpoints_sit_below_training_and_the_split():
     assert not _imports("dgpbench.models.architectures") & {
         "dgpbench.models.train",
-        "dgpbench.models.cnn",
+        "dgpbench.models.body_head",
         "dgpbench.models.checkpoints",
     }
     assert not _imports("dgpbench.models.checkpoints") & {
         "dgpbench.models.train",
-        "dgpbench.models.cnn",
+        "dgpbench.models.body_head",
     }
 
 
 def test_the_packages_re_export_their_members():
     from dgpbench import models
-    from dgpbench.models import architectures, checkpoints, cnn
+    from dgpbench.models import architectures, checkpoints, train
 
     assert models.build_mlp is architectures.build_mlp
     assert models.ArchConfig is architectures.ArchConfig
     assert models.ACTIVATIONS is architectures.ACTIVATIONS
     assert models.load_checkpoint is checkpoints.load_checkpoint
     assert models.save_checkpoint is checkpoints.save_checkpoint
-    assert cnn.CNNConfig is architectures.CNNConfig
-    assert cnn.build_cnn is architectures.build_cnn
+    assert models.train_mlp is train.train_mlp
+    assert models.TrainConfig is train.TrainConfig
+
+
+def test_each_name_lives_in_one_module():
+    # a module exports only what it defines, not its neighbours' names
+    from dgpbench.models import body_head, train
+
+    assert not {"ArchConfig", "build_mlp", "load_checkpoint", "torch_threads"} & set(train.__all__)
+    assert not {"CNNConfig", "build_cnn"} & set(body_head.__all__)
 
 
 def test_the_layers_are_known_modules():
@@ -199,7 +207,7 @@ RANKS = {
     "topology": 3,
     "data": 2,
 }
-HELPERS = {"io", "progress", "labels", "naming", "tables", "npz", "resources"}
+HELPERS = {"io", "progress", "labels", "naming", "tables", "npz", "resources", "threads"}
 HELPERS |= {"_validation", "_compat", "_device", "_lazy"}
 
 

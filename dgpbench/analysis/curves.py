@@ -191,7 +191,7 @@ def criterion_curves(
     FileNotFoundError
         If ``run_dir`` has no checkpoint.
     """
-    from dgpbench.models.train import list_checkpoints, load_checkpoint
+    from dgpbench.models.checkpoints import list_checkpoints, load_checkpoint
 
     run_dir = Path(run_dir)
     if x_test is not None:
@@ -266,7 +266,7 @@ def _optimiser_args(p: argparse.ArgumentParser) -> None:
 def _architecture(args: argparse.Namespace, x: Any) -> Any:
     """The ``ArchConfig`` of :func:`_model_args`' options for the training images ``x``."""
     from dgpbench.data.datasets import n_classes
-    from dgpbench.models.train import ArchConfig
+    from dgpbench.models.architectures import ArchConfig
 
     # A linear classifier has no hidden layer: the stored width is a placeholder.
     hidden = args.hidden if args.hidden is not None or args.layers > 1 else 1

@@ -45,7 +45,7 @@ from dgpbench.analysis._common import (
     split_models,
     write_table,
 )
-from dgpbench.analysis._np import batch_neural_persistence
+from dgpbench.analysis.persistence import batch_neural_persistence
 from dgpbench.analysis.weights import load_weights, normalised_weights, tidy_run_columns
 from dgpbench.io import save_figure, write_csv
 from dgpbench.labels import dataset_label

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
 from dgpbench.analysis._common import new_figure, out_dir_arg, quiet_seaborn, require_columns
-from dgpbench.analysis._np import batch_neural_persistence
+from dgpbench.analysis.persistence import batch_neural_persistence
 from dgpbench.analysis.synthetic import parse_distribution, sample_matrix
 from dgpbench.io import save_figure, write_csv
 

@@ -188,7 +188,7 @@ def train_analysis_seeds(
     ----------
     x_train, y_train : array-like
         The training split (``config.val_fraction`` of it is held out for validation).
-    arch : dgpbench.models.train.ArchConfig
+    arch : dgpbench.models.architectures.ArchConfig
         The architecture (batch norm and dropout included).
     config : dgpbench.models.train.TrainConfig
         E.g. :func:`dgpbench.models.train.analysis_config`; its ``seed`` is each of ``seeds``.

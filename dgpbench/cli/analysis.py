@@ -117,8 +117,7 @@ def _analysis_args(p: argparse.ArgumentParser) -> None:
 
 
 def _analysis(args: argparse.Namespace) -> None:
-    from dgpbench.models.train import torch_threads
-    from dgpbench.topology._threads import numba_threads
+    from dgpbench.threads import numba_threads, torch_threads
 
     if args.threads is not None:
         check_int(args.threads, "--threads")

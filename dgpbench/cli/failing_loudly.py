@@ -212,8 +212,9 @@ def _check_fractions(fractions: list[float]) -> None:
 
 
 def _shift(args: argparse.Namespace) -> None:
-    from dgpbench.models.train import load_checkpoint, torch_threads
+    from dgpbench.models.checkpoints import load_checkpoint
     from dgpbench.shifts import NEEDS_MODEL, apply_shift
+    from dgpbench.threads import torch_threads
 
     _check_fractions(args.fractions)
     pools = _read_pools(args.images, ["x_unseen", "y_unseen"])
@@ -316,7 +317,7 @@ def _check_representation(name: str) -> None:
 
 def _features(args: argparse.Namespace) -> None:
     from dgpbench.failing_loudly.toolbox import MODEL_FREE
-    from dgpbench.models.train import torch_threads
+    from dgpbench.threads import torch_threads
 
     _check_representation(args.representation)
     model = None if args.model == "none" else args.model
@@ -449,7 +450,7 @@ class _Pools(Mapping):
 
 def _detect(args: argparse.Namespace) -> None:
     from dgpbench.failing_loudly.grid import RunPools, method_records, parse_method
-    from dgpbench.models.train import torch_threads
+    from dgpbench.threads import torch_threads
 
     method = parse_method(args.method)
     tags = _parse_tags(args.tag)

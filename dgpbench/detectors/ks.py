@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench._compat import Interval, StrOptions, fit_context
 from dgpbench.detectors.ks_test import (  # re-exported: their home before the split
     CORRECTIONS,
     KSTestResult,
@@ -116,7 +116,7 @@ class KSShiftDetector(BaseEstimator):
         self.alpha = alpha
         self.correction = correction
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X_ref: Any, y: None = None) -> KSShiftDetector:
         """Store the clean reference features.
 

@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench._compat import Interval, StrOptions, fit_context
 from dgpbench._device import DEVICE_OPTIONS, resolve_device
 from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
 
@@ -277,7 +277,7 @@ class MMDShiftDetector(BaseEstimator):
         self.random_state = random_state
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X_ref: Any, y: None = None) -> MMDShiftDetector:
         """Store the clean reference batch.
 

@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench._compat import Interval, StrOptions, fit_context
 from dgpbench._device import resolve_device
 from dgpbench.features.base import WORKFLOW_CONSTRAINTS
 
@@ -330,7 +330,7 @@ class UAEFeatures(_Autoencoder):
         self.progress = progress
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> UAEFeatures:
         """Build the seeded, untrained autoencoder for images shaped like ``X``."""
         X = self._images(X, reset=True)
@@ -419,7 +419,7 @@ class TAEFeatures(_Autoencoder):
         self.progress = progress
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> TAEFeatures:
         """Train the autoencoder on the images ``X`` (or load ``autoencoder``).
 

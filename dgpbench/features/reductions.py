@@ -17,7 +17,7 @@ from sklearn.decomposition import PCA
 from sklearn.random_projection import SparseRandomProjection
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, _fit_context
+from dgpbench._compat import Interval, fit_context
 from dgpbench.features.base import WORKFLOW_CONSTRAINTS
 from dgpbench.features.network import _flatten_images
 
@@ -102,7 +102,7 @@ class NoRedFeatures(_Reduction):
         self.progress = progress
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> NoRedFeatures:
         """Record the number of pixels of the reference images ``X``."""
         X = self._validate(X, reset=True)
@@ -143,7 +143,7 @@ class ImageFeatures(NoRedFeatures):
 
     _prefix = "image"
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> ImageFeatures:
         """Record the shape of the reference images ``X``."""
         super().fit(X)
@@ -215,7 +215,7 @@ class PCAFeatures(_Reduction):
         self.progress = progress
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> PCAFeatures:
         """Fit the principal components of the reference images ``X``."""
         X = self._validate(X, reset=True)
@@ -292,7 +292,7 @@ class SRPFeatures(_Reduction):
         self.progress = progress
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> SRPFeatures:
         """Draw the projection for the reference images ``X``."""
         X = self._validate(X, reset=True)

@@ -125,7 +125,7 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
 
 
 _ACCEPTED = (
-    "Accepted: a checkpoint written by dgpbench.models.train.save_checkpoint or `dgpbench train`, "
+    "Accepted: a checkpoint written by dgpbench.models.save_checkpoint or `dgpbench train`, "
     "a torch.export program saved with torch.export.save (.pt2), "
     "'package.module:factory' (a function returning the module; runs that code), "
     "or, in Python, the trained torch.nn.Sequential itself"

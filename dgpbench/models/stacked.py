@@ -49,10 +49,10 @@ from torch.nn import functional as F
 
 from dgpbench._device import resolve_device
 from dgpbench._validation import check_int
+from dgpbench.models.architectures import ACTIVATIONS, ArchConfig
+from dgpbench.models.checkpoints import checkpoint_name, save_checkpoint
 from dgpbench.models.train import (
     _EPOCH_LINE,
-    ACTIVATIONS,
-    ArchConfig,
     TrainConfig,
     _adam,
     _check_config,
@@ -64,11 +64,9 @@ from dgpbench.models.train import (
     _training_data,
     _write_metrics,
     _write_split,
-    checkpoint_name,
     clear_run_outputs,
-    save_checkpoint,
-    torch_threads,
 )
+from dgpbench.threads import torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +126,7 @@ class StackedMLP(nn.Module):
     Parameters
     ----------
     models : sequence of torch.nn.Sequential
-        Networks of :func:`dgpbench.models.train.build_mlp` with the same sizes (``Linear``,
+        Networks of :func:`dgpbench.models.architectures.build_mlp` with the same sizes (``Linear``,
         optionally ``BatchNorm1d``, the activation, optionally ``Dropout``, ..., ``Linear``);
         their current weights (and batch-norm statistics) are copied.
     activation : {"relu", "tanh"}
@@ -161,7 +159,7 @@ class StackedMLP(nn.Module):
 
     Examples
     --------
-    >>> from dgpbench.models.train import build_mlp
+    >>> from dgpbench.models.architectures import build_mlp
     >>> nets = [build_mlp(4, 3, 2, 2, generator=torch.Generator().manual_seed(s)) for s in (0, 1)]
     >>> stacked = StackedMLP(nets, "relu")
     >>> x = torch.rand(5, 4)

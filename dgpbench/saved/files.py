@@ -129,7 +129,7 @@ def network_fingerprint(body: Any, head: Any) -> str:
 
     Parameters
     ----------
-    body : dgpbench.models.cnn.NetworkBody, torch.nn.Module or None
+    body : dgpbench.models.body_head.NetworkBody, torch.nn.Module or None
         The torch part before the head (None for a plain MLP).
     head : dgpbench.topology.graphs.MLPGraph or torch.nn.Module
         The head: weights, biases and activations in graph orientation.
@@ -313,7 +313,7 @@ def _dump_mlp(est: Any, out: _Writer) -> None:
 def _restore_split(est: Any, split: Any) -> None:
     """Set a recorded head split (``head_``, ``head_activations_``, ``output_``,
     ``n_outputs_``) after checking every field's type and value."""
-    from dgpbench.models.cnn import OUTPUT_KINDS
+    from dgpbench.models.body_head import OUTPUT_KINDS
 
     if not isinstance(split, dict) or set(split) != {"head", "activations", "output", "n_outputs"}:
         raise _Invalid("split must hold head, activations, output and n_outputs")
@@ -334,7 +334,7 @@ def _restore_split(est: Any, split: Any) -> None:
 
 
 def _load_mlp(est: Any, inp: _Reader, network: Any) -> None:
-    from dgpbench.models.cnn import split_network
+    from dgpbench.models.body_head import split_network
 
     est.input_shape_ = _shape(inp.get("input_shape_"), "input_shape_")
     est.image_shape_ = _shape(inp.get("image_shape_"), "image_shape_")

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
+from dgpbench.threads import numba_threads
 from dgpbench.topology._kernels import _mst_one, _mst_sorted, _summary_t
-from dgpbench.topology._threads import numba_threads
 from dgpbench.topology.dgp import STD_EPS
 from dgpbench.topology.persistence import check_p, np_from_tree
 
