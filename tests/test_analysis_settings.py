@@ -15,7 +15,7 @@ import pytest
 import torch
 import yaml
 
-from dgpbench.analysis.curves import _optimiser_args, _train_config
+from dgpbench.cli.analysis_curves import _optimiser_args, _train_config
 from dgpbench.analysis.stacked import train_analysis_seeds
 from dgpbench.cli.main import main
 from dgpbench.models.architectures import ArchConfig

@@ -307,7 +307,7 @@ def test_checkpoint_loads_in_a_fresh_interpreter(saved):
     # No training-code state needed: a new process rebuilds the net from the file alone.
     path, model = saved
     code = (
-        "import sys, torch; from dgpbench.models.train import load_checkpoint;"
+        "import sys, torch; from dgpbench.models.checkpoints import load_checkpoint;"
         "m, meta = load_checkpoint(sys.argv[1]);"
         "print(float(m(torch.ones(1, 12)).sum()))"
     )

@@ -13,7 +13,6 @@ regularisers``.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 from collections.abc import Sequence
@@ -22,18 +21,14 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from dgpbench.analysis._common import (
+from dgpbench.analysis.common import (
     NP_LABEL,
-    checkpoints_arg,
-    dataset_labels,
     new_figure,
     ordered_values,
-    out_dir_arg,
     quiet_seaborn,
     require_columns,
-    write_table,
 )
-from dgpbench.io import save_figure, write_csv
+from dgpbench.io import save_figure
 from dgpbench.labels import dataset_label
 
 log = logging.getLogger(__name__)
@@ -136,34 +131,3 @@ def plot_regularisers(models: pd.DataFrame, stem: str | os.PathLike[str]) -> lis
             ax.set_xlabel("regulariser")
             ax.set_ylabel(label)
     return save_figure(fig, stem)
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis regularisers`
-# --------------------------------------------------------------------------------------------
-
-
-def _regularisers_args(p: argparse.ArgumentParser) -> None:
-    checkpoints_arg(p)
-    out_dir_arg(p)
-
-
-def _regularisers(args: argparse.Namespace) -> None:
-    from dgpbench.analysis.variance import model_study
-
-    out = Path(args.out_dir)
-    models = model_study(args.checkpoints, dgp=False, progress=False)
-    write_csv(out / "models.csv", models, float_format="%.8g")
-    summary = regulariser_summary(models).assign(dataset=lambda d: dataset_labels(d["dataset"]))
-    write_table(
-        summary.set_index(["dataset", "regulariser"]),
-        out / "table_summary",
-        title="NP and variance of weights per regulariser (KS p-value vs. none)",
-        digits=4,
-    )
-    plot_regularisers(models, out / "fig_regularisers")
-    log.info("%d regularised models -> %s", len(models), out)
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"regularisers": (_regularisers_args, _regularisers)}
