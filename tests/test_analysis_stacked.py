@@ -281,7 +281,7 @@ def test_chunked_evaluation_equals_todays(monkeypatch, options):
         got = mstacked._evaluate_stacked(model, x, y)
         np.testing.assert_allclose(got, want[0], rtol=1e-6)
         np.testing.assert_array_equal(an_stacked._stacked_accuracy(model, x, y), want[1])
-        logits = mstacked._stacked_logits(model, x)
+        logits = mstacked.stacked_logits(model, x)
         assert logits.shape == (3, 53, 4)
         torch.testing.assert_close(logits, model(x).detach(), rtol=1e-6, atol=1e-6)
     # in place without autograd, out of place with it: the same bits (same product sizes)

@@ -84,7 +84,7 @@ def stacked_criteria(weights: Sequence[Any], *, p: float = 2.0, dgp: bool = True
 
 def _stacked_accuracy(model: Any, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
     """Test accuracy of every stacked model (the same images for all)."""
-    from dgpbench.models.stacked import _stacked_logits
+    from dgpbench.models.stacked import stacked_logits
 
     correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
     buffer = None  # the logits of one chunk, reused
@@ -93,7 +93,7 @@ def _stacked_accuracy(model: Any, x: torch.Tensor, y: torch.Tensor) -> np.ndarra
             xc = x[start : start + _TEST_CHUNK]
             if buffer is not None and buffer.shape[1] != len(xc):  # the last, shorter chunk
                 buffer = None
-            logits = buffer = _stacked_logits(model, xc, out=buffer)
+            logits = buffer = stacked_logits(model, xc, out=buffer)
             correct += (logits.argmax(-1) == y[start : start + _TEST_CHUNK]).sum(1)
     return correct.cpu().numpy() / len(x)
 

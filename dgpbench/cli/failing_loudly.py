@@ -565,12 +565,12 @@ def _figure_args(p: argparse.ArgumentParser) -> None:
 
 def _figure(args: argparse.Namespace) -> None:
     from dgpbench.failing_loudly.ranks import critical_difference_figure
-    from dgpbench.failing_loudly.reporting import _with_rows, accuracy_figure
+    from dgpbench.failing_loudly.reporting import accuracy_figure, with_rows
 
     records = _read_records(args.records)
     paths = accuracy_figure(records, args.dataset, args.out)
     if args.cd_out:
-        paths += critical_difference_figure(_with_rows(records), args.dataset, args.cd_out)
+        paths += critical_difference_figure(with_rows(records), args.dataset, args.cd_out)
     log.info("figures -> %s", [str(p) for p in paths])
 
 

@@ -125,7 +125,7 @@ def save_autoencoder(path: str | os.PathLike, est: TAEFeatures | UAEFeatures) ->
     import torch
 
     from dgpbench.io import atomic_path
-    from dgpbench.models.checkpoints import _weights_digest
+    from dgpbench.models.checkpoints import weights_digest
 
     check_is_fitted(est, "encoder_")
     state = {
@@ -138,7 +138,7 @@ def save_autoencoder(path: str | os.PathLike, est: TAEFeatures | UAEFeatures) ->
         "architecture": est.architecture_,
         "image_shape": list(est.image_shape_),
         "state_dict": state,
-        "weights_sha256": _weights_digest(state),
+        "weights_sha256": weights_digest(state),
     }
     path = Path(path)
     with atomic_path(path, suffix=".pt") as tmp:
@@ -164,7 +164,7 @@ def load_autoencoder(path: str | os.PathLike) -> tuple[Any, Any, str, tuple[int,
     """
     import torch
 
-    from dgpbench.models.checkpoints import _weights_digest
+    from dgpbench.models.checkpoints import weights_digest
 
     path = Path(path)
     if not path.is_file():
@@ -178,7 +178,7 @@ def load_autoencoder(path: str | os.PathLike) -> tuple[Any, Any, str, tuple[int,
     if payload.get("version") != _VERSION:
         raise ValueError(f"{path}: unsupported autoencoder version {payload.get('version')!r}")
     state = payload["state_dict"]
-    if _weights_digest(state) != payload.get("weights_sha256"):
+    if weights_digest(state) != payload.get("weights_sha256"):
         raise ValueError(f"{path}: weights do not match their SHA-256 (truncated or corrupt)")
     architecture = str(payload["architecture"])
     if architecture not in ARCHITECTURES:

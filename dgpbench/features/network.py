@@ -263,9 +263,9 @@ class NetworkFeatures:
         if head is not None or (not self._needs_head and isinstance(network, nn.Module)):
             # a named head, or only the logits wanted: the network is run whole, so a
             # trailing softmax or a forward of its own needs no layer-by-layer reading
-            from dgpbench.models.body_head import _is_plain_sequential
+            from dgpbench.models.body_head import is_plain_sequential
 
-            if head is not None or not _is_plain_sequential(network):
+            if head is not None or not is_plain_sequential(network):
                 self.body_, self.graph_ = NetworkBody(network, self.device), None
                 return
         try:

@@ -60,6 +60,7 @@ __all__ = [
     "NetworkBody",
     "NetworkLogits",
     "find_head",
+    "is_plain_sequential",
     "output_kind",
     "split_network",
 ]
@@ -182,8 +183,18 @@ def _span(items: list[tuple[str, nn.Module]]) -> str:
     return f"{items[0][0]}..{items[-1][0]}" if len(items) > 1 else items[0][0]
 
 
-def _is_plain_sequential(module: nn.Module) -> bool:
-    """An ``nn.Sequential`` whose modules, nested ones included, run in order."""
+def is_plain_sequential(module: nn.Module) -> bool:
+    """Whether ``module`` is an ``nn.Sequential`` whose modules, nested ones included, run in
+    order (no container with a ``forward`` of its own).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+
+    Returns
+    -------
+    bool
+    """
     if not isinstance(module, nn.Sequential) or type(module).forward is not nn.Sequential.forward:
         return False
     return all(
@@ -261,7 +272,7 @@ def split_network(
             "model must be a torch.nn.Module, a (body, head) pair or an MLPGraph, got "
             f"{type(model).__name__}"
         )
-    if not _is_plain_sequential(model):
+    if not is_plain_sequential(model):
         return NetworkBody(model, device), None  # its own forward: find_head runs it
     items = _flatten_sequential(model)
     if items and isinstance(items[-1][1], (nn.Softmax, nn.LogSoftmax)):

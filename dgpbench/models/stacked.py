@@ -70,7 +70,7 @@ from dgpbench.threads import torch_threads
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StackedMLP", "train_mlp_seeds"]
+__all__ = ["StackedMLP", "stacked_logits", "train_mlp_seeds"]
 
 # Validation images per evaluation chunk (as train_mlp's, so the sums round alike).
 _EVAL_CHUNK = 4096
@@ -329,12 +329,25 @@ def _forward_chunk(device: torch.device) -> int:
     return _FORWARD_CHUNK if device.type == "cpu" else _EVAL_CHUNK
 
 
-def _stacked_logits(
+def stacked_logits(
     model: StackedMLP, x: torch.Tensor, out: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Logits ``(S, N, C)`` of the same images ``x`` ``(N, n_inputs)`` for every stacked
-    model, without autograd, in forward passes of :data:`_FORWARD_CHUNK` images on the CPU.
-    ``out``: an ``(S, N, C)`` tensor to write them to."""
+    """Logits of the same images for every stacked model, without autograd.
+
+    The forward passes take a fixed number of images at a time (256 on the CPU, 4096 on a
+    GPU).
+
+    Parameters
+    ----------
+    model : StackedMLP
+    x : torch.Tensor of shape (N, n_inputs)
+    out : torch.Tensor of shape (S, N, C), optional
+        Where to write the logits.
+
+    Returns
+    -------
+    torch.Tensor of shape (S, N, C)
+    """
     n = len(x)
     chunk = _forward_chunk(x.device)
     with torch.inference_mode():
@@ -364,7 +377,7 @@ def _evaluate_stacked(
             xc = x[start : start + _EVAL_CHUNK]
             if buffer is not None and buffer.shape[1] != len(xc):  # the last, shorter chunk
                 buffer = None
-            logits = buffer = _stacked_logits(model, xc, out=buffer)
+            logits = buffer = stacked_logits(model, xc, out=buffer)
             target = y[start : start + _EVAL_CHUNK].expand(model.n_models, -1)
             loss_sum += _cross_entropy(logits, target).sum(1)
             correct += (logits.argmax(-1) == target).sum(1)
