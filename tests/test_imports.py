@@ -265,3 +265,21 @@ def test_every_package_file_is_tracked_by_git():
     ).stdout.split()
     assert ignored == [], f"ignored by .gitignore: {ignored}"
     assert set(sources) <= set(listed), f"not tracked: {sorted(set(sources) - set(listed))}"
+
+
+@pytest.mark.parametrize("name", sorted(m for m in MODULES if not m.startswith("dgpbench.cli")))
+def test_every_argument_parser_lives_in_the_cli(name):
+    # one rule for command lines: the library exposes plain functions, dgpbench/cli/ parses
+    tree = ast.parse(MODULES[name].read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "argparse" not in imported, f"{name} builds a command line outside dgpbench/cli"
+
+
+def test_every_analysis_target_has_its_command_module():
+    from dgpbench.cli.analysis import TARGETS, target_command
+
+    for name in TARGETS:
+        add_arguments, run = target_command(name)
+        assert add_arguments.__module__ == run.__module__
+        assert add_arguments.__module__.startswith("dgpbench.cli.analysis_"), name
