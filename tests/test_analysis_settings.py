@@ -15,8 +15,8 @@ import pytest
 import torch
 import yaml
 
-from dgpbench.cli.analysis_curves import _optimiser_args, _train_config
 from dgpbench.analysis.stacked import train_analysis_seeds
+from dgpbench.cli.analysis_curves import _optimiser_args, _train_config
 from dgpbench.cli.main import main
 from dgpbench.models.architectures import ArchConfig
 from dgpbench.models.train import ANALYSIS_LR, ANALYSIS_LR_TEXT, analysis_config
