@@ -21,13 +21,12 @@ Choices where the paper is silent:
   mutual reading's (see docs/choices.md); the noisy sorting, the sampling of ``b`` and ``s``,
   and computing every quantity on the sorted matrix ``W_sort`` follow Appendix E.1.
 
-Also here: its figure :func:`plot_bounds_tightness`; the target ``dgpbench analysis
-bounds``.
+Also here: its figure :func:`plot_bounds_tightness`; its command-line target ``dgpbench
+analysis bounds`` is in :mod:`dgpbench.cli.analysis_bounds`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 from pathlib import Path
@@ -45,8 +44,6 @@ from dgpbench.analysis.common import (
 from dgpbench.analysis.sortedness import sortedness
 from dgpbench.analysis.synthetic import noisy_sort, sample_matrix, truncated_pareto
 from dgpbench.io import save_figure
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "bounds_error_table",

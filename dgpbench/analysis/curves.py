@@ -15,12 +15,12 @@ Columns: the run columns of :func:`dgpbench.analysis.weights.run_info` (``datase
 n_layers, hidden, activation, ..., seed``), ``run`` (an identifier), ``epoch, np, variance,
 log_variance, dgp, val_accuracy, val_loss, test_accuracy``.
 
-Also here: the targets ``dgpbench analysis train`` and ``dgpbench analysis curves``.
+Its command-line targets ``dgpbench analysis train`` and ``dgpbench analysis curves`` are in
+:mod:`dgpbench.cli.analysis_curves`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,8 +39,6 @@ from dgpbench.analysis.weights import (
     tidy_run_columns,
     torch_linear_weights,
 )
-
-log = logging.getLogger(__name__)
 
 __all__ = ["CurveRecorder", "concat_curves", "criterion_curves", "evaluate_accuracy"]
 

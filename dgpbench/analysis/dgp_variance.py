@@ -6,12 +6,12 @@ curves (:mod:`dgpbench.analysis.curves`); for final models, DGP is plotted again
 log-variance (use :func:`dgpbench.analysis.variance.model_study` rows).
 
 Also here: its figures :func:`plot_dgp_vs_log_variance`, :func:`plot_training_correlations`;
-the target ``dgpbench analysis dgp-variance``.
+its command-line target ``dgpbench analysis dgp-variance`` is in
+:mod:`dgpbench.cli.analysis_dgp_variance`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,8 +27,6 @@ from dgpbench.analysis.common import (
     require_columns,
 )
 from dgpbench.io import save_figure
-
-log = logging.getLogger(__name__)
 
 __all__ = ["plot_dgp_vs_log_variance", "plot_training_correlations", "training_correlations"]
 

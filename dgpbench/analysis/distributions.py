@@ -20,13 +20,13 @@ approximation:
 
 The tests check both against ``-scipy.stats.<family>.logpdf(x).sum()`` on the full sample.
 
-Also here: its figures :func:`plot_win_rates`, :func:`plot_fitted_parameters`; the target
-``dgpbench analysis weights``.
+Also here: its figures :func:`plot_win_rates`, :func:`plot_fitted_parameters`; its
+command-line target ``dgpbench analysis weights`` is in
+:mod:`dgpbench.cli.analysis_distributions`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,8 +46,6 @@ from dgpbench.analysis.common import (
 )
 from dgpbench.io import save_figure
 from dgpbench.labels import dataset_label
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "FAMILIES",

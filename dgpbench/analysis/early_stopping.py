@@ -26,13 +26,12 @@ plain-Python transcription of the rule):
 5. The test accuracy "at the point of stopping" is that of the checkpoint at the stopping
    evaluation (no rollback to the best checkpoint).
 
-Also here: its figure :func:`plot_early_stopping_heatmaps`; the target ``dgpbench analysis
-early-stopping``.
+Also here: its figure :func:`plot_early_stopping_heatmaps`; its command-line target ``dgpbench
+analysis early-stopping`` is in :mod:`dgpbench.cli.analysis_early_stopping`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -49,8 +48,6 @@ from dgpbench.analysis.common import (
     short_number,
 )
 from dgpbench.io import save_figure
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "CRITERIA",

@@ -9,12 +9,12 @@ is fitted per size (and family); the paper reports R² ≈ 89 %.
 As in :mod:`dgpbench.analysis.bounds`, entries are used as sampled (``rescale_max`` divides
 by the matrix maximum first).
 
-Also here: its figure :func:`plot_np_factors`; the target ``dgpbench analysis np-factors``.
+Also here: its figure :func:`plot_np_factors`; its command-line target ``dgpbench analysis
+np-factors`` is in :mod:`dgpbench.cli.analysis_factors`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,8 +41,6 @@ from dgpbench.analysis.synthetic import (
     truncated_pareto,
 )
 from dgpbench.io import save_figure
-
-log = logging.getLogger(__name__)
 
 __all__ = ["multiple_r2", "np_factors_r2", "np_factors_study", "plot_np_factors"]
 

@@ -14,13 +14,13 @@ mean NP over its permutations (``sample="mean"``: two samples of equal size, one
 model in each), so the test is not inflated by treating the permutations of one model as
 independent models; ``sample="all"`` uses every permuted value instead.
 
-Also here: its figures :func:`plot_permutation_linear`, :func:`plot_permutation_dnn`; the
-target ``dgpbench analysis permutation``.
+Also here: its figures :func:`plot_permutation_linear`, :func:`plot_permutation_dnn`; its
+command-line target ``dgpbench analysis permutation`` is in
+:mod:`dgpbench.cli.analysis_permutation`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import warnings
 from collections.abc import Sequence
@@ -43,8 +43,6 @@ from dgpbench.analysis.persistence import batch_neural_persistence
 from dgpbench.analysis.weights import load_weights, normalised_weights, tidy_run_columns
 from dgpbench.io import save_figure
 from dgpbench.labels import dataset_label
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "ARCHITECTURE_COLUMNS",

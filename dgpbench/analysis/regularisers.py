@@ -7,13 +7,12 @@ of the variance of the normalised weights are compared per regulariser. Use
 :func:`dgpbench.analysis.variance.model_study` on the final checkpoints to get the
 per-model values, then :func:`regulariser_summary` for the table.
 
-Also here: its figure :func:`plot_regularisers`; the target ``dgpbench analysis
-regularisers``.
+Also here: its figure :func:`plot_regularisers`; its command-line target ``dgpbench analysis
+regularisers`` is in :mod:`dgpbench.cli.analysis_regularisers`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,8 +29,6 @@ from dgpbench.analysis.common import (
 )
 from dgpbench.io import save_figure
 from dgpbench.labels import dataset_label
-
-log = logging.getLogger(__name__)
 
 __all__ = ["REGULARISER_ORDER", "plot_regularisers", "regulariser_summary"]
 

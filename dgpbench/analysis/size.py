@@ -6,12 +6,12 @@ expectation decreasing with size as heatmaps for Uniform, truncated normal (sigm
 in the text; the figure caption says sigma² = 1/2) and truncated Pareto
 distributions with increasing b.
 
-Also here: its figure :func:`plot_size_heatmaps`; the target ``dgpbench analysis size``.
+Also here: its figure :func:`plot_size_heatmaps`; its command-line target ``dgpbench analysis
+size`` is in :mod:`dgpbench.cli.analysis_size`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 from collections.abc import Sequence
@@ -26,8 +26,6 @@ from dgpbench.analysis.common import new_figure, quiet_seaborn, require_columns
 from dgpbench.analysis.persistence import batch_neural_persistence
 from dgpbench.analysis.synthetic import parse_distribution, sample_matrix
 from dgpbench.io import save_figure
-
-log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_DISTRIBUTIONS", "expected_np_grid", "plot_size_heatmaps"]
 

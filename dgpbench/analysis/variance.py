@@ -5,13 +5,13 @@ weights (natural log; R² does not depend on the base) by ordinary least squares
 set for linear classifiers (Figure "linear: variance", R² ≈ 99 %) and per architecture for
 DNNs (table tab:appendix:additional:variancevspersistence:full:r2, ~line 1463).
 
-Also here: its figure :func:`plot_np_vs_log_variance`; the targets ``dgpbench analysis
-models`` and ``dgpbench analysis np-variance``.
+Also here: its figure :func:`plot_np_vs_log_variance`; its command-line targets ``dgpbench
+analysis models`` and ``dgpbench analysis np-variance`` are in
+:mod:`dgpbench.cli.analysis_variance`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import warnings
@@ -36,8 +36,6 @@ from dgpbench.analysis.common import (
 from dgpbench.analysis.weights import layer_nps, load_weights, model_metrics, tidy_run_columns
 from dgpbench.io import save_figure
 from dgpbench.labels import dataset_label
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "linear_fit",
