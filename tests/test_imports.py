@@ -4,6 +4,7 @@ no module of the package reaches itself through its imports (no import cycle).""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -283,3 +284,12 @@ def test_every_analysis_target_has_its_command_module():
         add_arguments, run = target_command(name)
         assert add_arguments.__module__ == run.__module__
         assert add_arguments.__module__.startswith("dgpbench.cli.analysis_"), name
+
+
+@pytest.mark.parametrize(
+    "package", sorted(m for m, p in MODULES.items() if p.name == "__init__.py")
+)
+def test_every_exported_name_resolves(package):
+    module = importlib.import_module(package)
+    for name in getattr(module, "__all__", []):
+        assert getattr(module, name) is not None, f"{package}.{name}"
