@@ -3,6 +3,11 @@
 # workflow/schemas/config.schema.yaml); the paper's grid: --configfile config/paper.yaml.
 # Every rule calls one `dgpbench` subcommand, so each step also runs by hand.
 
+from snakemake.utils import min_version
+
+# The floor of pyproject.toml's snakemake requirement (tests/test_slurm.py checks they agree).
+min_version("8.0")
+
 
 configfile: "config.yaml"
 

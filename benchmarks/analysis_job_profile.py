@@ -46,8 +46,9 @@ import numpy as np
 
 import dgpbench.analysis.stacked as an_stacked
 import dgpbench.models.stacked as mstacked
-from dgpbench.models.train import ArchConfig, analysis_config
-from dgpbench.topology._threads import numba_threads
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.train import analysis_config
+from dgpbench.threads import numba_threads
 
 STEPS_PER_EPOCH, EVALS_PER_EPOCH, N_VAL, N_TEST = 1719, 4, 5000, 10000
 
@@ -142,7 +143,7 @@ def sgemm_rate(threads: int, n: int = 2048, repeat: int = 5) -> float:
     """Float32 matrix-product rate, FLOP per CPU second (``n x n`` by ``n x n``)."""
     import torch
 
-    from dgpbench.models.train import torch_threads
+    from dgpbench.threads import torch_threads
 
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)

@@ -38,9 +38,10 @@ from torch.nn import functional as F
 
 from dgpbench.analysis.stacked import stacked_criteria
 from dgpbench.analysis.weights import model_metrics, torch_linear_weights
+from dgpbench.models.architectures import ArchConfig
 from dgpbench.models.stacked import StackedMLP
-from dgpbench.models.train import ArchConfig, analysis_config
-from dgpbench.topology._threads import numba_threads
+from dgpbench.models.train import analysis_config
+from dgpbench.threads import numba_threads
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = {  # train (after the validation part), validation, test images; classes

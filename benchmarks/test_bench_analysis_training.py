@@ -21,8 +21,9 @@ from bench_helpers import RESULTS, mnist_test_images
 
 from dgpbench.analysis.curves import CurveRecorder
 from dgpbench.analysis.stacked import train_analysis_seeds
-from dgpbench.models.train import ArchConfig, analysis_config, train_mlp
-from dgpbench.topology._threads import numba_threads
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.train import analysis_config, train_mlp
+from dgpbench.threads import numba_threads
 
 SEEDS = list(range(20))
 STEPS = 100

@@ -17,7 +17,7 @@ import torch
 from bench_helpers import RESULTS
 
 from dgpbench import SoftmaxFeatures
-from dgpbench.models.cnn import CNNConfig, build_cnn
+from dgpbench.models.architectures import CNNConfig, build_cnn
 
 TARGET = 2.0
 

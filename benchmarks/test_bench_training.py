@@ -19,8 +19,9 @@ import pytest
 import torch
 from bench_helpers import RESULTS, mnist_test_images
 
+from dgpbench.models.architectures import ArchConfig
 from dgpbench.models.stacked import train_mlp_seeds
-from dgpbench.models.train import ArchConfig, TrainConfig, train_mlp
+from dgpbench.models.train import TrainConfig, train_mlp
 
 SEEDS = [0, 1, 2, 3, 4]
 THREADS = 2  # the workflow's train jobs

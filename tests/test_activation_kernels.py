@@ -25,6 +25,7 @@ from test_topology_oracles import (
 )
 from torch import nn
 
+from dgpbench.threads import numba_threads, resolve_n_jobs
 from dgpbench.topology import (
     dgp_approx_representation,
     dgp_representation,
@@ -33,7 +34,6 @@ from dgpbench.topology import (
     tu_representation,
 )
 from dgpbench.topology._kernels import _mst_by_node
-from dgpbench.topology._threads import numba_threads, resolve_n_jobs
 from dgpbench.topology.graphs import MLPGraph
 
 

@@ -6,7 +6,6 @@ import pytest
 import torch
 from scipy import stats
 
-from dgpbench.analysis._np import batch_neural_persistence
 from dgpbench.analysis.curves import CurveRecorder, concat_curves, criterion_curves
 from dgpbench.analysis.dgp_variance import training_correlations
 from dgpbench.analysis.distributions import FAMILIES, weight_distribution_study, win_rates
@@ -18,6 +17,7 @@ from dgpbench.analysis.permutation import (
     permutation_study,
     shuffled_copies,
 )
+from dgpbench.analysis.persistence import batch_neural_persistence
 from dgpbench.analysis.regularisers import regulariser_summary
 from dgpbench.analysis.variance import (
     linear_fit,
@@ -33,7 +33,9 @@ from dgpbench.analysis.weights import (
     torch_linear_weights,
     weight_variance,
 )
-from dgpbench.models.train import ArchConfig, TrainConfig, build_mlp, save_checkpoint, train_mlp
+from dgpbench.models.architectures import ArchConfig, build_mlp
+from dgpbench.models.checkpoints import save_checkpoint
+from dgpbench.models.train import TrainConfig, train_mlp
 from dgpbench.topology import (
     deep_graph_persistence,
     network_neural_persistence,
@@ -363,7 +365,7 @@ def test_curves_from_files_match_the_recorder(trained_run):
 
 
 def test_model_study_reads_final_values_from_the_curves(trained_run, tmp_path):
-    from dgpbench.models.train import list_checkpoints
+    from dgpbench.models.checkpoints import list_checkpoints
 
     out, recorded, _ = trained_run
     final = list_checkpoints(out)[-1][1]

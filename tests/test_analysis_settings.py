@@ -15,10 +15,11 @@ import pytest
 import torch
 import yaml
 
-from dgpbench.analysis.curves import _optimiser_args, _train_config
 from dgpbench.analysis.stacked import train_analysis_seeds
+from dgpbench.cli.analysis_curves import _optimiser_args, _train_config
 from dgpbench.cli.main import main
-from dgpbench.models.train import ANALYSIS_LR, ANALYSIS_LR_TEXT, ArchConfig, analysis_config
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.train import ANALYSIS_LR, ANALYSIS_LR_TEXT, analysis_config
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import torch
 from dgpbench.analysis.stacked import stacked_criteria
 from dgpbench.analysis.weights import model_metrics
 from dgpbench.cli.main import main
-from dgpbench.models.train import load_checkpoint
+from dgpbench.models.checkpoints import load_checkpoint
 from dgpbench.topology import deep_graph_persistence
 from dgpbench.topology.stacked import stacked_persistence
 
@@ -263,7 +263,7 @@ def test_chunked_evaluation_equals_todays(monkeypatch, options):
     (MKL rounds a row of a small product differently by the number of rows)."""
     import dgpbench.analysis.stacked as an_stacked
     import dgpbench.models.stacked as mstacked
-    from dgpbench.models.train import ArchConfig
+    from dgpbench.models.architectures import ArchConfig
 
     arch = ArchConfig(12, 9, 3, 4, **options)
     nets, gens = zip(*(mstacked._seed_model(arch, s, s + 7) for s in range(3)), strict=True)
@@ -281,7 +281,7 @@ def test_chunked_evaluation_equals_todays(monkeypatch, options):
         got = mstacked._evaluate_stacked(model, x, y)
         np.testing.assert_allclose(got, want[0], rtol=1e-6)
         np.testing.assert_array_equal(an_stacked._stacked_accuracy(model, x, y), want[1])
-        logits = mstacked._stacked_logits(model, x)
+        logits = mstacked.stacked_logits(model, x)
         assert logits.shape == (3, 53, 4)
         torch.testing.assert_close(logits, model(x).detach(), rtol=1e-6, atol=1e-6)
     # in place without autograd, out of place with it: the same bits (same product sizes)

@@ -22,7 +22,7 @@ import torch
 
 from dgpbench.cli.main import main
 from dgpbench.features.registry import make_features
-from dgpbench.models.cnn import find_head, output_kind
+from dgpbench.models.body_head import find_head, output_kind
 
 torchvision = pytest.importorskip("torchvision")
 

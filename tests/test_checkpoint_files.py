@@ -10,15 +10,10 @@ import torch
 import dgpbench.models.checkpoints
 from dgpbench.cli.main import main
 from dgpbench.data.datasets import load_dataset
+from dgpbench.models.architectures import ArchConfig, build_mlp
+from dgpbench.models.checkpoints import load_checkpoint, save_checkpoint
 from dgpbench.models.stacked import train_mlp_seeds
-from dgpbench.models.train import (
-    ArchConfig,
-    TrainConfig,
-    build_mlp,
-    load_checkpoint,
-    save_checkpoint,
-    train_mlp,
-)
+from dgpbench.models.train import TrainConfig, train_mlp
 
 _TINY = ["--dataset", "digits", "--hidden", "4", "--layers", "2", "--epochs", "1",
          "--batch-size", "128", "--threads", "1"]  # fmt: skip

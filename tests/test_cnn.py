@@ -12,13 +12,10 @@ from torch import nn
 from dgpbench.data.datasets import load_dataset
 from dgpbench.features.registry import METHODS, make_features
 from dgpbench.features.softmax import SoftmaxFeatures
-from dgpbench.models.cnn import CNNConfig, build_cnn, split_network
-from dgpbench.models.train import (
-    load_checkpoint,
-    save_checkpoint,
-    shift_detection_config,
-    train_mlp,
-)
+from dgpbench.models.architectures import CNNConfig, build_cnn
+from dgpbench.models.body_head import split_network
+from dgpbench.models.checkpoints import load_checkpoint, save_checkpoint
+from dgpbench.models.train import shift_detection_config, train_mlp
 
 GRAPH_METHODS = ["tu", "tu_norm", "magdiff", "magdiff_signed", "dgp", "dgp_nonorm"]
 
@@ -54,7 +51,7 @@ def _body_outputs(body: nn.Module, x: np.ndarray) -> np.ndarray:
     """The documented rule: the body in float32 on zero-padded chunks of NetworkBody.chunk."""
     import copy
 
-    from dgpbench.models.cnn import NetworkBody
+    from dgpbench.models.body_head import NetworkBody
 
     body = copy.deepcopy(body).float().eval()
     c = NetworkBody.chunk
@@ -207,7 +204,7 @@ def test_cnn_family_trains_with_the_mlp_protocol_and_round_trips(tmp_path, image
 
 
 def test_mlp_checkpoints_keep_kind_mlp(tmp_path):
-    from dgpbench.models.train import ArchConfig
+    from dgpbench.models.architectures import ArchConfig
 
     arch = ArchConfig(n_inputs=4, hidden=3, n_layers=2, n_classes=2)
     save_checkpoint(tmp_path / "m.pt", arch.build(), {"arch": arch})

@@ -45,6 +45,53 @@ def test_check_config_names_the_keys(section, key, value, names):
         assert name in str(exc.value)
 
 
+@pytest.mark.parametrize(
+    ("keys", "value", "names"),
+    [
+        (("report", "pool_deltas"), [0.5, 0.75], ["report.pool_deltas", "not run: [0.75]"]),
+        (
+            ("analysis", "early_stopping", "max_burn_in"),
+            10,
+            ["max_burn_in (10)", "analysis.training.epochs (10)"],
+        ),
+        (("analysis", "np_variance", "figure_layers"), [7], ["figure_layers [7]", "[2, 3, 4]"]),
+        (("analysis", "np_variance", "figure_hidden"), [99], ["figure_hidden [99]", "[16, 32]"]),
+        (
+            ("models", "user"),
+            {"mine": {"dataset": "mnist", "model": "m.pt2"}},
+            ["models.user.mine.dataset 'mnist'", "datasets ['digits']"],
+        ),
+    ],
+)
+def test_check_config_names_the_keys_of_the_workflow_checks(keys, value, names):
+    config = copy.deepcopy(_valid())
+    section = config
+    for key in keys[:-1]:
+        section = section.setdefault(key, {})
+    section[keys[-1]] = value
+    with pytest.raises(ValueError, match="invalid configuration") as exc:
+        check_config(config)
+    for name in names:
+        assert name in str(exc.value)
+
+
+def test_check_config_accepts_consistent_workflow_keys(tmp_path):
+    config = copy.deepcopy(_valid())
+    config["report"]["pool_deltas"] = [0.5]
+    config["analysis"]["early_stopping"]["max_burn_in"] = 9
+    config["analysis"]["np_variance"]["figure_layers"] = [4, 7]
+    path = tmp_path / "d.npz"
+    config["datasets"] = [f"npz:{path}"]
+    config["models"]["user"] = {"mine": {"dataset": f"npz:{tmp_path}/./d.npz", "model": "x"}}
+    config["protocol"]["ns"] = [10]
+    config["images"]["n_test"] = 10
+    import numpy as np
+
+    np.savez(path, x_train=np.zeros((4, 2, 2)), y_train=np.zeros(4, int),
+             x_test=np.zeros((30, 2, 2)), y_test=np.zeros(30, int))  # fmt: skip
+    check_config(config)
+
+
 def test_check_config_counts_npz_test_images(tmp_path):
     import numpy as np
 

@@ -83,7 +83,8 @@ def test_ks_calibrated_under_the_null():
 def files(tmp_path_factory):
     """A small digits MLP and .npz image files for `dgpbench score`."""
     from dgpbench.data.datasets import load_dataset
-    from dgpbench.models.train import ArchConfig, TrainConfig, train_mlp
+    from dgpbench.models.architectures import ArchConfig
+    from dgpbench.models.train import TrainConfig, train_mlp
 
     out = tmp_path_factory.mktemp("score_tests")
     x_train, y_train = load_dataset("digits", split="train")

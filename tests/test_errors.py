@@ -11,7 +11,8 @@ from test_workflow_safety import snakemake
 from dgpbench import SoftmaxFeatures
 from dgpbench.cli.main import main
 from dgpbench.io import atomic_path, save_npz
-from dgpbench.models.train import ArchConfig, load_checkpoint, save_checkpoint
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.checkpoints import load_checkpoint, save_checkpoint
 from dgpbench.topology.graphs import MLPGraph
 
 

@@ -21,7 +21,8 @@ import torch
 from dgpbench.cli.main import main
 from dgpbench.cli.registry import SUBCOMMANDS
 from dgpbench.data.datasets import load_dataset
-from dgpbench.models.train import build_mlp, save_checkpoint
+from dgpbench.models.architectures import build_mlp
+from dgpbench.models.checkpoints import save_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -279,7 +280,7 @@ def test_stdout_and_stderr_into_a_closed_pipe_exit_2(files):
 def test_a_checkpoint_declaring_too_much_is_refused_before_torch_reads_it(
     files, tmp_path, monkeypatch, capsys
 ):
-    from dgpbench.models.train import load_checkpoint
+    from dgpbench.models.checkpoints import load_checkpoint
 
     monkeypatch.setenv("DGPBENCH_MAX_INPUT_BYTES", "1000")
     with pytest.raises(ValueError, match=r"checkpoint .*model\.pt.*DGPBENCH_MAX_INPUT_BYTES"):

@@ -12,7 +12,9 @@ from sklearn.pipeline import make_pipeline
 from dgpbench import DGPFeatures, KSShiftDetector, MAGDiffFeatures, SoftmaxFeatures, TUFeatures
 from dgpbench.data.datasets import load_dataset
 from dgpbench.features.registry import METHODS, make_features
-from dgpbench.models.train import ArchConfig, TrainConfig, load_checkpoint, train_mlp
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.checkpoints import load_checkpoint
+from dgpbench.models.train import TrainConfig, train_mlp
 from dgpbench.shifts.corruptions import corrupt
 from dgpbench.topology import dgp_representation, magdiff_representation, tu_representation
 
@@ -222,7 +224,7 @@ def test_channels_last_batch_is_refused(cls):
 
 
 def test_checkpoint_image_shape_confirms_the_layout(tmp_path):
-    from dgpbench.models.train import save_checkpoint
+    from dgpbench.models.checkpoints import save_checkpoint
 
     arch = ArchConfig(n_inputs=3 * 32 * 32, hidden=4, n_layers=2, n_classes=10)
     path = save_checkpoint(

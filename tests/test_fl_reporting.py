@@ -157,7 +157,7 @@ def test_rabanser_tables_pool_data_sets_and_carry_only_zero_forward():
 # -- issue 29: ranks with significance --------------------------------------------------------
 def test_rank_table_matches_a_hand_computed_friedman_statistic():
     from dgpbench.failing_loudly.ranks import friedman_ranks, rank_table
-    from dgpbench.failing_loudly.reporting import _with_rows
+    from dgpbench.failing_loudly.reporting import with_rows
 
     # 3 methods x 4 blocks; accuracies chosen so the ranks per block are
     # (1, 2, 3), (1, 3, 2), (1, 2, 3), (2, 1, 3) -> rank sums R = (5, 8, 11)
@@ -172,7 +172,7 @@ def test_rank_table_matches_a_hand_computed_friedman_statistic():
                              "draw": draw, "rejected": draw < round(value * 10)})  # fmt: skip
     b, k, r = 4, 3, np.array([5.0, 8.0, 11.0])
     hand = 12 / (b * k * (k + 1)) * (r**2).sum() - 3 * b * (k + 1)  # = 4.5
-    table = rank_table(_with_rows(pd.DataFrame(rows))).set_index("row")
+    table = rank_table(with_rows(pd.DataFrame(rows))).set_index("row")
     assert table["friedman_chi2"].iloc[0] == pytest.approx(hand) == pytest.approx(4.5)
     assert table["mean_rank"].to_dict() == pytest.approx({"a+ks": 1.25, "b+ks": 2.0, "c+ks": 2.75})
     assert list(table.index) == ["a+ks", "b+ks", "c+ks"] and table.loc["a+ks", "position"] == 1

@@ -9,7 +9,8 @@ from torch import nn
 
 from dgpbench import DGPFeatures, SoftmaxFeatures, TUFeatures
 from dgpbench.data.datasets import load_dataset
-from dgpbench.models.train import build_mlp, save_checkpoint
+from dgpbench.models.architectures import build_mlp
+from dgpbench.models.checkpoints import save_checkpoint
 
 
 @pytest.fixture(scope="module")

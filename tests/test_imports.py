@@ -4,6 +4,7 @@ no module of the package reaches itself through its imports (no import cycle).""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -114,26 +115,34 @@ def test_no_import_cycle_in_the_package():
 def test_architectures_and_checkpoints_sit_below_training_and_the_split():
     assert not _imports("dgpbench.models.architectures") & {
         "dgpbench.models.train",
-        "dgpbench.models.cnn",
+        "dgpbench.models.body_head",
         "dgpbench.models.checkpoints",
     }
     assert not _imports("dgpbench.models.checkpoints") & {
         "dgpbench.models.train",
-        "dgpbench.models.cnn",
+        "dgpbench.models.body_head",
     }
 
 
 def test_the_packages_re_export_their_members():
     from dgpbench import models
-    from dgpbench.models import architectures, checkpoints, cnn
+    from dgpbench.models import architectures, checkpoints, train
 
     assert models.build_mlp is architectures.build_mlp
     assert models.ArchConfig is architectures.ArchConfig
     assert models.ACTIVATIONS is architectures.ACTIVATIONS
     assert models.load_checkpoint is checkpoints.load_checkpoint
     assert models.save_checkpoint is checkpoints.save_checkpoint
-    assert cnn.CNNConfig is architectures.CNNConfig
-    assert cnn.build_cnn is architectures.build_cnn
+    assert models.train_mlp is train.train_mlp
+    assert models.TrainConfig is train.TrainConfig
+
+
+def test_each_name_lives_in_one_module():
+    # a module exports only what it defines, not its neighbours' names
+    from dgpbench.models import body_head, train
+
+    assert not {"ArchConfig", "build_mlp", "load_checkpoint", "torch_threads"} & set(train.__all__)
+    assert not {"CNNConfig", "build_cnn"} & set(body_head.__all__)
 
 
 def test_the_layers_are_known_modules():
@@ -199,7 +208,7 @@ RANKS = {
     "topology": 3,
     "data": 2,
 }
-HELPERS = {"io", "progress", "labels", "naming", "tables", "npz", "resources"}
+HELPERS = {"io", "progress", "labels", "naming", "tables", "npz", "resources", "threads"}
 HELPERS |= {"_validation", "_compat", "_device", "_lazy"}
 HELPERS |= {"state", "parameters"}  # fitted state and parameter rules as plain data
 
@@ -258,3 +267,30 @@ def test_every_package_file_is_tracked_by_git():
     ).stdout.split()
     assert ignored == [], f"ignored by .gitignore: {ignored}"
     assert set(sources) <= set(listed), f"not tracked: {sorted(set(sources) - set(listed))}"
+
+
+@pytest.mark.parametrize("name", sorted(m for m in MODULES if not m.startswith("dgpbench.cli")))
+def test_every_argument_parser_lives_in_the_cli(name):
+    # one rule for command lines: the library exposes plain functions, dgpbench/cli/ parses
+    tree = ast.parse(MODULES[name].read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "argparse" not in imported, f"{name} builds a command line outside dgpbench/cli"
+
+
+def test_every_analysis_target_has_its_command_module():
+    from dgpbench.cli.analysis import TARGETS, target_command
+
+    for name in TARGETS:
+        add_arguments, run = target_command(name)
+        assert add_arguments.__module__ == run.__module__
+        assert add_arguments.__module__.startswith("dgpbench.cli.analysis_"), name
+
+
+@pytest.mark.parametrize(
+    "package", sorted(m for m, p in MODULES.items() if p.name == "__init__.py")
+)
+def test_every_exported_name_resolves(package):
+    module = importlib.import_module(package)
+    for name in getattr(module, "__all__", []):
+        assert getattr(module, name) is not None, f"{package}.{name}"

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from dgpbench.io import atomic_path, save_figure, save_npz, write_csv, write_text
-from dgpbench.models.train import ArchConfig, save_checkpoint
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.checkpoints import save_checkpoint
 
 
 @pytest.fixture

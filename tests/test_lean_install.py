@@ -33,7 +33,8 @@ SCRIPT = textwrap.dedent(
     from dgpbench.cli.main import main
     from dgpbench.shifts.corruptions import corrupt
     from dgpbench.data.datasets import load_dataset
-    from dgpbench.models.train import ArchConfig, TrainConfig, train_mlp
+    from dgpbench.models.architectures import ArchConfig
+    from dgpbench.models.train import TrainConfig, train_mlp
 
     out = sys.argv[2]
     x, y = load_dataset("digits", split="train")

@@ -13,7 +13,8 @@ import torch
 from dgpbench.cli.main import main
 from dgpbench.data.datasets import load_dataset
 from dgpbench.features.output import check_features
-from dgpbench.models.train import build_mlp, save_checkpoint
+from dgpbench.models.architectures import build_mlp
+from dgpbench.models.checkpoints import save_checkpoint
 
 _TEMPLATE = (
     "import numpy as np\n"

@@ -16,20 +16,15 @@ from scipy import stats
 from torch import nn
 
 from dgpbench.data.datasets import load_dataset
-from dgpbench.models.train import (
-    ArchConfig,
-    TrainConfig,
-    analysis_config,
-    build_mlp,
+from dgpbench.models.architectures import ArchConfig, build_mlp
+from dgpbench.models.checkpoints import (
     checkpoint_name,
     list_checkpoints,
     load_checkpoint,
     save_checkpoint,
-    set_torch_threads,
-    shift_detection_config,
-    torch_threads,
-    train_mlp,
 )
+from dgpbench.models.train import TrainConfig, analysis_config, shift_detection_config, train_mlp
+from dgpbench.threads import set_torch_threads, torch_threads
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +307,7 @@ def test_checkpoint_loads_in_a_fresh_interpreter(saved):
     # No training-code state needed: a new process rebuilds the net from the file alone.
     path, model = saved
     code = (
-        "import sys, torch; from dgpbench.models.train import load_checkpoint;"
+        "import sys, torch; from dgpbench.models.checkpoints import load_checkpoint;"
         "m, meta = load_checkpoint(sys.argv[1]);"
         "print(float(m(torch.ones(1, 12)).sum()))"
     )
@@ -409,7 +404,9 @@ def test_save_checkpoint_needs_arch(tmp_path):
 
 def test_batchnorm_trains_when_the_last_batch_would_hold_one_image(tmp_path):
     """33 training images, batch 32: batch norm must not see a batch of one."""
-    from dgpbench.models.train import ArchConfig, TrainConfig, load_checkpoint, train_mlp
+    from dgpbench.models.architectures import ArchConfig
+    from dgpbench.models.checkpoints import load_checkpoint
+    from dgpbench.models.train import TrainConfig, train_mlp
 
     rng = np.random.default_rng(0)
     x = rng.random((33, 6), dtype=np.float32)

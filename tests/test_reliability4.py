@@ -16,7 +16,8 @@ from torch import nn
 
 from dgpbench.detectors import make_detector
 from dgpbench.features.registry import METHODS, make_features
-from dgpbench.models.train import ArchConfig, save_checkpoint
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.checkpoints import save_checkpoint
 from dgpbench.saved import FittedDetector, load_detector, save_detector
 
 

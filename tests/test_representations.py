@@ -259,7 +259,8 @@ def test_bbsdh_needs_a_model(digits):
 def test_features_command_knows_the_new_names(method, digits, mlp, tmp_path):
     from dgpbench.cli.main import main
     from dgpbench.io import load_npz
-    from dgpbench.models.train import ArchConfig, save_checkpoint
+    from dgpbench.models.architectures import ArchConfig
+    from dgpbench.models.checkpoints import save_checkpoint
 
     x_ref, y_ref, x = digits
     images = tmp_path / "images.npz"

@@ -12,7 +12,8 @@ from torch import nn
 
 from dgpbench.detectors.ks import KSShiftDetector
 from dgpbench.features.registry import make_features
-from dgpbench.models.train import ArchConfig, save_checkpoint
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.checkpoints import save_checkpoint
 from dgpbench.saved import FittedDetector, load_detector, save_detector
 
 
@@ -107,7 +108,7 @@ def test_in_memory_model_needs_model_on_load(tmp_path: Path, data) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["os:system", "dgpbench.models.cnn:NetworkBody", "dgpbench.io:atomic_path"]
+    "name", ["os:system", "dgpbench.models.body_head:NetworkBody", "dgpbench.io:atomic_path"]
 )
 def test_foreign_class_in_file_not_imported(tmp_path: Path, checkpoint: Path, data, name) -> None:
     """A file naming anything but a registered estimator is refused, nothing imported."""

@@ -9,7 +9,8 @@ from dgpbench import KSShiftDetector
 from dgpbench.cli.main import main
 from dgpbench.data.datasets import load_dataset
 from dgpbench.features.registry import make_features
-from dgpbench.models.train import ArchConfig, TrainConfig, train_mlp
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.train import TrainConfig, train_mlp
 from dgpbench.shifts.corruptions import corrupt
 
 

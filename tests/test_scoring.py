@@ -21,7 +21,8 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from torch import nn
 
 from dgpbench import KSShiftDetector, SoftmaxFeatures
-from dgpbench.models.train import ArchConfig, save_checkpoint
+from dgpbench.models.architectures import ArchConfig
+from dgpbench.models.checkpoints import save_checkpoint
 from dgpbench.saved import FittedDetector, load_detector, save_detector
 from dgpbench.saved.scoring import RestoredKS, RestoredSoftmax, load_scorer
 

@@ -6,8 +6,8 @@ on this machine. Without one the test is skipped, with the reason, unless
 missing cluster is a failure.
 
 The test runs a small real target of the workflow (tiny config) through the profile and
-checks, from SLURM's side, that every rule ran as its own SLURM job with the resources the
-profile asks for.
+checks, from SLURM's side, that every rule ran as its own SLURM job with the resources its
+rule asks for (the profile's defaults where the rule sets none).
 """
 
 from __future__ import annotations
@@ -144,17 +144,45 @@ def _slurm_minutes(limit: str) -> int:
     return (int(days or 0) * 24 + hours) * 60 + minutes + (seconds > 0)
 
 
+def _rule_block(rule: str) -> str:
+    """The text of ``rule <rule>:`` in workflow/rules/*.smk (up to the next rule)."""
+    for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        found = re.search(rf"^rule {rule}:\n(.*?)(?=^\S|\Z)", path.read_text(), re.M | re.S)
+        if found:
+            return found.group(1)
+    raise AssertionError(f"no rule {rule} in workflow/rules")
+
+
 def _expected_resources(rule: str) -> dict[str, int]:
-    """The profile's resources for a rule: its set-resources over default-resources."""
+    """A rule's resources as SLURM gets them: the rule's own ``resources:`` over the
+    profile's default-resources, and its ``threads:`` as the CPUs per task."""
     profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
     resources = dict(profile["default-resources"])
-    resources.update(profile.get("set-resources", {}).get(rule, {}))
-    resources.setdefault("cpus_per_task", 1)
+    block = _rule_block(rule)
+    resources.update(
+        {k: int(v) for k, v in re.findall(r"^\s+(mem_mb|runtime)=(\d+),", block, re.M)}
+    )
+    threads = re.search(r"^\s+threads: (\d+)$", block, re.M)
+    resources["cpus_per_task"] = int(threads.group(1)) if threads else 1
     return resources
 
 
+def test_the_profile_does_not_repeat_the_rules_resources():
+    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    assert not {"set-resources", "set-threads"} & set(profile)
+    assert _expected_resources("train") == {"mem_mb": 4000, "runtime": 240, "cpus_per_task": 2}
+    assert _expected_resources("images")["cpus_per_task"] == 1
+
+
+def test_the_snakefile_states_the_snakemake_floor_of_the_install():
+    pyproject = (REPO / "pyproject.toml").read_text()
+    floor = re.search(r'"snakemake>=([0-9.]+)', pyproject).group(1)
+    stated = re.search(r'^min_version\("([0-9.]+)"\)$', SNAKEFILE.read_text(), re.M).group(1)
+    assert stated.removesuffix(".0") == floor.removesuffix(".0")
+
+
 # A real target of the workflow: one model (rule train, which trains every seed of h16-l2;
-# 2 CPUs via set-resources) and one corrupted image set (rules images and corrupt, default
+# 2 CPUs: the rule's threads) and one corrupted image set (rules images and corrupt, default
 # resources).
 TARGETS = ("results/models/digits/h16-l2-s0/model.pt", "results/images/digits/GN.npz")
 RULE_LOGS = {

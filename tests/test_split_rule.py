@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from dgpbench import DGPFeatures, TUFeatures
-from dgpbench.models.cnn import split_network
+from dgpbench.models.body_head import split_network
 
 
 def _seeded(*modules):
@@ -45,10 +45,10 @@ def test_a_normalisation_layer_between_linear_maps_makes_a_body_with_a_warning(n
     # issue 31: BatchNorm/LayerNorm mix a sample's units (or batch statistics): not an
     # element-wise layer of the graph but a body; the warning names the linear map left there
     net = _seeded(nn.Linear(4, 6), norm, nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 3)).eval()
-    with caplog.at_level(logging.INFO, logger="dgpbench.models.cnn"):
+    with caplog.at_level(logging.INFO, logger="dgpbench.models.body_head"):
         body, graph = split_network(net)
     assert body is not None and graph.layer_sizes == (6, 6, 3)
-    [record] = [r for r in caplog.records if r.name == "dgpbench.models.cnn"]
+    [record] = [r for r in caplog.records if r.name == "dgpbench.models.body_head"]
     assert record.levelno == logging.WARNING and "linear map(s) 0" in record.getMessage()
     X = np.random.default_rng(0).uniform(size=(12, 4)).astype(np.float32)
     assert TUFeatures(net).fit(X, [0, 1, 2] * 4).transform(X).shape == (12, 3)
@@ -72,10 +72,10 @@ def test_a_conv_body_with_linear_maps_is_allowed_and_warns_which_layers_form_the
         nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten(),
         nn.Linear(32, 8), nn.SiLU(), nn.Linear(8, 6), nn.ReLU(), nn.Linear(6, 3),
     )  # fmt: skip
-    with caplog.at_level(logging.INFO, logger="dgpbench.models.cnn"):
+    with caplog.at_level(logging.INFO, logger="dgpbench.models.body_head"):
         body, graph = split_network(net)
     assert body is not None and graph.layer_sizes == (8, 6, 3)
-    [record] = [r for r in caplog.records if r.name == "dgpbench.models.cnn"]
+    [record] = [r for r in caplog.records if r.name == "dgpbench.models.body_head"]
     assert record.levelno == logging.WARNING
     assert "5..7" in record.getMessage() and "linear map(s) 3" in record.getMessage()
 
@@ -83,9 +83,9 @@ def test_a_conv_body_with_linear_maps_is_allowed_and_warns_which_layers_form_the
 def test_a_plain_cnn_split_logs_the_graph_at_info(caplog):
     net = _seeded(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(32, 5),
                   nn.ReLU(), nn.Linear(5, 3))  # fmt: skip
-    with caplog.at_level(logging.INFO, logger="dgpbench.models.cnn"):
+    with caplog.at_level(logging.INFO, logger="dgpbench.models.body_head"):
         split_network(net)
-    [record] = [r for r in caplog.records if r.name == "dgpbench.models.cnn"]
+    [record] = [r for r in caplog.records if r.name == "dgpbench.models.body_head"]
     assert (
         record.levelno == logging.INFO
         and "TU/DGP/MAGDiff use the layers 3..5" in record.getMessage()

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from dgpbench.cli.main import main
+from dgpbench.models.checkpoints import load_checkpoint
 from dgpbench.models.stacked import train_mlp_seeds
-from dgpbench.models.train import load_checkpoint
 
 _TINY = ["--dataset", "digits", "--hidden", "4", "--layers", "2", "--epochs", "1",
          "--batch-size", "128", "--threads", "1"]  # fmt: skip
@@ -77,7 +77,8 @@ def test_train_mlp_seeds_refuses_a_single_path_as_out_dirs(tmp_path, out_dirs):
     from pathlib import Path
 
     from dgpbench.data.datasets import load_dataset
-    from dgpbench.models.train import ArchConfig, TrainConfig
+    from dgpbench.models.architectures import ArchConfig
+    from dgpbench.models.train import TrainConfig
 
     x, y = load_dataset("digits", split="train")
     dirs = tmp_path / "md" if out_dirs is None else out_dirs

@@ -25,15 +25,10 @@ from dgpbench.cli.main import main
 from dgpbench.data.datasets import load_dataset
 from dgpbench.features.dgp import DGPFeatures
 from dgpbench.features.registry import make_features
+from dgpbench.models.architectures import ArchConfig, build_mlp
+from dgpbench.models.checkpoints import list_checkpoints, load_checkpoint
 from dgpbench.models.stacked import StackedMLP, train_mlp_seeds
-from dgpbench.models.train import (
-    ArchConfig,
-    TrainConfig,
-    build_mlp,
-    list_checkpoints,
-    load_checkpoint,
-    train_mlp,
-)
+from dgpbench.models.train import TrainConfig, train_mlp
 from dgpbench.topology.graphs import MLPGraph
 
 CUDA = torch.cuda.is_available()

@@ -1,8 +1,9 @@
 """Neural-persistence analyses of the paper's Sections 3-4 and Appendices B-E, G.1-G.4.
 
 Each analysis is a function returning a tidy :class:`pandas.DataFrame`; its figure is a
-``plot_*`` function that takes that table, and its ``dgpbench analysis`` target (the
-workflow step) sits in the same module, so one study is one file. Modules:
+``plot_*`` function that takes that table, both in one module per study; its
+``dgpbench analysis`` target (the workflow step: arguments, files in and out) is in
+``dgpbench/cli/analysis_<module>.py``, as every command line is in :mod:`dgpbench.cli`. Modules:
 
 ``synthetic``       distributions on [0, 1] and the noisy sorting process (App. E.1)
 ``sortedness``      the sortedness measure (App. E.2)
@@ -18,8 +19,8 @@ workflow step) sits in the same module, so one study is one file. Modules:
 ``early_stopping``  Algorithm 2 of Rieck et al. on NP, variance, DGP, validation (App. G.2)
 ``regularisers``    NP and variance under batch norm / dropout (App. G.3)
 ``dgp_variance``    Kendall's tau of DGP / NP with the variance over training (App. G.4)
-``steps``           the ``dgpbench analysis`` subcommand: which module holds each target
-``_common``         what the targets share: reading inputs, writing tables, figure canvas
+``persistence``     normalised neural persistence of a batch of matrices
+``common``          what the analyses share: reading inputs, writing tables, figure canvas
 """
 
 from __future__ import annotations

@@ -21,14 +21,12 @@ Choices where the paper is silent:
   mutual reading's (see docs/choices.md); the noisy sorting, the sampling of ``b`` and ``s``,
   and computing every quantity on the sorted matrix ``W_sort`` follow Appendix E.1.
 
-Also here: its figure :func:`plot_bounds_tightness`; the target ``dgpbench analysis
-bounds``.
+Also here: its figure :func:`plot_bounds_tightness`; its command-line target ``dgpbench
+analysis bounds`` is in :mod:`dgpbench.cli.analysis_bounds`.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import math
 import os
 from pathlib import Path
@@ -38,18 +36,14 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
-from dgpbench.analysis._common import (
+from dgpbench.analysis.common import (
     new_figure,
-    out_dir_arg,
     quiet_seaborn,
     require_columns,
-    write_table,
 )
 from dgpbench.analysis.sortedness import sortedness
 from dgpbench.analysis.synthetic import noisy_sort, sample_matrix, truncated_pareto
-from dgpbench.io import save_figure, write_csv
-
-log = logging.getLogger(__name__)
+from dgpbench.io import save_figure
 
 __all__ = [
     "bounds_error_table",
@@ -238,52 +232,3 @@ def plot_bounds_tightness(study: pd.DataFrame, stem: str | os.PathLike[str]) -> 
     fig.colorbar(points, ax=ax, label="sortedness of W (upper bounds)")
     ax.legend(loc="upper left", fontsize="small")
     return save_figure(fig, stem)
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis bounds`
-# --------------------------------------------------------------------------------------------
-
-
-def _bounds_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--n-matrices", type=int, default=10_000, help="random matrices drawn")
-    p.add_argument(
-        "--size-range",
-        type=int,
-        nargs=2,
-        default=[50, 500],
-        metavar=("LOW", "HIGH"),
-        help="range of the matrices' rows and columns",
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of the random matrices")
-    out_dir_arg(p)
-
-
-def _bounds(args: argparse.Namespace) -> None:
-    out = Path(args.out_dir)
-    study = bounds_tightness_study(
-        args.n_matrices, size_range=tuple(args.size_range), seed=args.seed, progress=False
-    )
-    write_csv(out / "study.csv", study, float_format="%.8g")
-    table = bounds_error_table(study)
-    table = table[["abs_mean", "abs_max", "rel_mean", "rel_max"]]
-    table.columns = pd.MultiIndex.from_product(
-        [["absolute error", "relative error"], ["mean", "max"]]
-    )
-    write_table(
-        table,
-        out / "table_bounds",
-        title=f"Errors of the NP bounds on {len(study)} synthetic matrices",
-        digits=4,
-        caption=(
-            f"Absolute and relative errors of the upper bound and lower bound estimated on "
-            f"{len(study)} synthetic matrices: mean and maximum deviation from the actual NP."
-        ),
-        label="tab:appendix:tightnessofbounds",
-    )
-    plot_bounds_tightness(study, out / "fig_bounds_tightness")
-    log.info("bounds of %d matrices -> %s", len(study), out)
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"bounds": (_bounds_args, _bounds)}

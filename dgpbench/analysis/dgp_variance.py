@@ -6,13 +6,12 @@ curves (:mod:`dgpbench.analysis.curves`); for final models, DGP is plotted again
 log-variance (use :func:`dgpbench.analysis.variance.model_study` rows).
 
 Also here: its figures :func:`plot_dgp_vs_log_variance`, :func:`plot_training_correlations`;
-the target ``dgpbench analysis dgp-variance``.
+its command-line target ``dgpbench analysis dgp-variance`` is in
+:mod:`dgpbench.cli.analysis_dgp_variance`.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,20 +20,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dgpbench.analysis._common import (
-    dataset_labels,
+from dgpbench.analysis.common import (
     new_figure,
     ordered_values,
-    out_dir_arg,
     quiet_seaborn,
-    read_table,
     require_columns,
-    split_models,
-    write_table,
 )
-from dgpbench.io import save_figure, write_csv
-
-log = logging.getLogger(__name__)
+from dgpbench.io import save_figure
 
 __all__ = ["plot_dgp_vs_log_variance", "plot_training_correlations", "training_correlations"]
 
@@ -135,44 +127,3 @@ def plot_training_correlations(
         ax.set_xlabel(f"Kendall's τ ({name}, variance)")
         ax.set_ylabel("number of training runs")
     return save_figure(fig, stem)
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis dgp-variance`
-# --------------------------------------------------------------------------------------------
-
-
-def _dgp_variance_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--curves", required=True, help="curves CSV of `dgpbench analysis curves`")
-    p.add_argument("--models", required=True, help="models CSV of `dgpbench analysis models`")
-    out_dir_arg(p)
-
-
-def _dgp_variance(args: argparse.Namespace) -> None:
-    out = Path(args.out_dir)
-    curves = read_table(args.curves, "curves", ("run", "np", "dgp", "variance"))
-    models = read_table(args.models, "models", ("dataset", "n_layers", "dgp", "log_variance"))
-    corr = training_correlations(curves)
-    write_csv(out / "correlations.csv", corr, float_format="%.6g")
-    summary = (
-        corr.assign(dataset=lambda d: dataset_labels(d["dataset"]))
-        .groupby(["dataset", "metric"], sort=True)["tau"]
-        .agg(
-            runs="size",
-            mean_tau="mean",
-            median_tau="median",
-            share_abs_above_half=lambda t: (t.abs() > 0.5).mean(),
-        )
-    )
-    write_table(
-        summary, out / "table_correlations", title="Kendall's τ with the variance over training"
-    )
-    plot_training_correlations(corr, out / "fig_training_correlations")
-    _, deep = split_models(models)
-    if len(deep):
-        plot_dgp_vs_log_variance(deep, out / "fig_dgp_vs_log_variance")
-    log.info("correlations of %d runs -> %s", curves["run"].nunique(), out)
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"dgp-variance": (_dgp_variance_args, _dgp_variance)}

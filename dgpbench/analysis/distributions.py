@@ -20,14 +20,13 @@ approximation:
 
 The tests check both against ``-scipy.stats.<family>.logpdf(x).sum()`` on the full sample.
 
-Also here: its figures :func:`plot_win_rates`, :func:`plot_fitted_parameters`; the target
-``dgpbench analysis weights``.
+Also here: its figures :func:`plot_win_rates`, :func:`plot_fitted_parameters`; its
+command-line target ``dgpbench analysis weights`` is in
+:mod:`dgpbench.cli.analysis_distributions`.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,21 +37,15 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from dgpbench._validation import as_float_array
-from dgpbench.analysis._common import (
+from dgpbench.analysis.common import (
     FAMILY_LABELS,
-    checkpoints_arg,
-    dataset_labels,
     new_figure,
     ordered_values,
-    out_dir_arg,
     quiet_seaborn,
     require_columns,
-    write_table,
 )
-from dgpbench.io import save_figure, write_csv
+from dgpbench.io import save_figure
 from dgpbench.labels import dataset_label
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "FAMILIES",
@@ -481,32 +474,3 @@ def plot_fitted_parameters(
         if ax.get_legend() is not None:
             ax.get_legend().set_title("layer index")
     return save_figure(fig, stem)
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis weights`
-# --------------------------------------------------------------------------------------------
-
-
-def _weights_args(p: argparse.ArgumentParser) -> None:
-    checkpoints_arg(p)
-    out_dir_arg(p)
-
-
-def _weights(args: argparse.Namespace) -> None:
-    out = Path(args.out_dir)
-    fits = weight_distribution_study(args.checkpoints, progress=False)
-    write_csv(out / "fits.csv", fits, float_format="%.8g")
-    rates = win_rates(fits, by=("dataset", "n_layers", "layer"))
-    wide = rates.assign(dataset=lambda d: dataset_labels(d["dataset"])).pivot_table(
-        index=["dataset", "n_layers", "layer"], columns="family", values="win_rate"
-    )
-    write_table(wide, out / "table_win_rates", title="Win rates (lowest NLL) per layer")
-    plot_win_rates(rates, out / "fig_win_rates")
-    plot_fitted_parameters(fits, out / "fig_pareto_b", parameter="pareto_b")
-    plot_fitted_parameters(fits, out / "fig_normal_sigma", parameter="normal_sigma")
-    log.info("fits of %d matrices -> %s", len(fits), out)
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"weights": (_weights_args, _weights)}

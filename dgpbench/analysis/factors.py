@@ -9,13 +9,12 @@ is fitted per size (and family); the paper reports R² ≈ 89 %.
 As in :mod:`dgpbench.analysis.bounds`, entries are used as sampled (``rescale_max`` divides
 by the matrix maximum first).
 
-Also here: its figure :func:`plot_np_factors`; the target ``dgpbench analysis np-factors``.
+Also here: its figure :func:`plot_np_factors`; its command-line target ``dgpbench analysis
+np-factors`` is in :mod:`dgpbench.cli.analysis_factors`.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,17 +24,15 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
-from dgpbench.analysis._common import (
+from dgpbench.analysis.bounds import draw_study_parameters
+from dgpbench.analysis.common import (
     FAMILY_LABELS,
     NP_LABEL,
     new_figure,
     ordered_values,
-    out_dir_arg,
     quiet_seaborn,
     require_columns,
-    write_table,
 )
-from dgpbench.analysis.bounds import draw_study_parameters
 from dgpbench.analysis.sortedness import sortedness
 from dgpbench.analysis.synthetic import (
     noisy_sort,
@@ -43,9 +40,7 @@ from dgpbench.analysis.synthetic import (
     truncated_normal,
     truncated_pareto,
 )
-from dgpbench.io import save_figure, write_csv
-
-log = logging.getLogger(__name__)
+from dgpbench.io import save_figure
 
 __all__ = ["multiple_r2", "np_factors_r2", "np_factors_study", "plot_np_factors"]
 
@@ -221,36 +216,3 @@ def plot_np_factors(
     if points is not None:
         fig.colorbar(points, ax=axes[0, -1], label="sortedness")
     return save_figure(fig, stem)
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis np-factors`
-# --------------------------------------------------------------------------------------------
-
-
-def _factors_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--sizes", type=int, nargs="+", default=[50, 100, 250], help="square matrix sizes"
-    )
-    p.add_argument("--n-per-size", type=int, default=2000, help="matrices per size")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random matrices")
-    out_dir_arg(p)
-
-
-def _factors(args: argparse.Namespace) -> None:
-    out = Path(args.out_dir)
-    study = np_factors_study(args.sizes, args.n_per_size, seed=args.seed, progress=False)
-    write_csv(out / "study.csv", study, float_format="%.8g")
-    r2 = np_factors_r2(study)
-    write_table(
-        r2.set_index(["size", "family"])[["n", "r2_pct"]],
-        out / "table_r2",
-        title="R² (%) of NP ~ log-variance + sortedness",
-        digits=1,
-    )
-    plot_np_factors(study, out / "fig_np_factors", r2)
-    log.info("NP factors of %d matrices -> %s", len(study), out)
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"np-factors": (_factors_args, _factors)}

@@ -14,14 +14,13 @@ mean NP over its permutations (``sample="mean"``: two samples of equal size, one
 model in each), so the test is not inflated by treating the permutations of one model as
 independent models; ``sample="all"`` uses every permuted value instead.
 
-Also here: its figures :func:`plot_permutation_linear`, :func:`plot_permutation_dnn`; the
-target ``dgpbench analysis permutation``.
+Also here: its figures :func:`plot_permutation_linear`, :func:`plot_permutation_dnn`; its
+command-line target ``dgpbench analysis permutation`` is in
+:mod:`dgpbench.cli.analysis_permutation`.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import warnings
 from collections.abc import Sequence
@@ -34,23 +33,16 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
-from dgpbench.analysis._common import (
-    checkpoints_arg,
-    dataset_labels,
+from dgpbench.analysis.common import (
     new_figure,
     ordered_values,
-    out_dir_arg,
     quiet_seaborn,
     require_columns,
-    split_models,
-    write_table,
 )
-from dgpbench.analysis._np import batch_neural_persistence
+from dgpbench.analysis.persistence import batch_neural_persistence
 from dgpbench.analysis.weights import load_weights, normalised_weights, tidy_run_columns
-from dgpbench.io import save_figure, write_csv
+from dgpbench.io import save_figure
 from dgpbench.labels import dataset_label
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "ARCHITECTURE_COLUMNS",
@@ -369,45 +361,3 @@ def plot_permutation_dnn(perm: pd.DataFrame, stem: str | os.PathLike[str]) -> li
         if ax.get_legend() is not None:
             ax.get_legend().set_title("number of layers")
     return save_figure(fig, stem)
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis permutation`
-# --------------------------------------------------------------------------------------------
-
-
-def _permutation_args(p: argparse.ArgumentParser) -> None:
-    checkpoints_arg(p)
-    p.add_argument("--n-permutations", type=int, default=100, help="weight permutations per model")
-    p.add_argument("--seed", type=int, default=0, help="seed of the permutations")
-    p.add_argument("--sample", default="mean", help="permuted KS sample: mean or all")
-    p.add_argument("--alpha", type=float, default=0.05, help="level of the KS tests")
-    out_dir_arg(p)
-
-
-def _permutation(args: argparse.Namespace) -> None:
-    if not 0 < args.alpha < 1:
-        raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")
-    out = Path(args.out_dir)
-    perm = permutation_study(
-        args.checkpoints, n_permutations=args.n_permutations, seed=args.seed, progress=False
-    )
-    ks = permutation_ks_tests(perm, sample=args.sample, alpha=args.alpha)
-    write_csv(out / "permutation.csv.gz", perm, float_format="%.8g")
-    write_csv(out / "ks_tests.csv", ks, float_format="%.6g")
-    summary = ks_rejection_summary(ks).assign(dataset=lambda d: dataset_labels(d["dataset"]))
-    write_table(
-        summary.set_index(["dataset", "layers"]),
-        out / "table_ks_rejections",
-        title=f"KS tests rejecting 'NP unchanged by permutation' (alpha = {args.alpha})",
-    )
-    linear, deep = split_models(perm)
-    if len(linear):
-        plot_permutation_linear(perm, out / "fig_permutation_linear")
-    if len(deep):
-        plot_permutation_dnn(perm, out / "fig_permutation_dnn")
-    log.info("%d KS tests, %d rejected -> %s", len(ks), int(ks["reject"].sum()), out)
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"permutation": (_permutation_args, _permutation)}

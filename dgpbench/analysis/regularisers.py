@@ -7,14 +7,12 @@ of the variance of the normalised weights are compared per regulariser. Use
 :func:`dgpbench.analysis.variance.model_study` on the final checkpoints to get the
 per-model values, then :func:`regulariser_summary` for the table.
 
-Also here: its figure :func:`plot_regularisers`; the target ``dgpbench analysis
-regularisers``.
+Also here: its figure :func:`plot_regularisers`; its command-line target ``dgpbench analysis
+regularisers`` is in :mod:`dgpbench.cli.analysis_regularisers`.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,21 +20,15 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from dgpbench.analysis._common import (
+from dgpbench.analysis.common import (
     NP_LABEL,
-    checkpoints_arg,
-    dataset_labels,
     new_figure,
     ordered_values,
-    out_dir_arg,
     quiet_seaborn,
     require_columns,
-    write_table,
 )
-from dgpbench.io import save_figure, write_csv
+from dgpbench.io import save_figure
 from dgpbench.labels import dataset_label
-
-log = logging.getLogger(__name__)
 
 __all__ = ["REGULARISER_ORDER", "plot_regularisers", "regulariser_summary"]
 
@@ -136,34 +128,3 @@ def plot_regularisers(models: pd.DataFrame, stem: str | os.PathLike[str]) -> lis
             ax.set_xlabel("regulariser")
             ax.set_ylabel(label)
     return save_figure(fig, stem)
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis regularisers`
-# --------------------------------------------------------------------------------------------
-
-
-def _regularisers_args(p: argparse.ArgumentParser) -> None:
-    checkpoints_arg(p)
-    out_dir_arg(p)
-
-
-def _regularisers(args: argparse.Namespace) -> None:
-    from dgpbench.analysis.variance import model_study
-
-    out = Path(args.out_dir)
-    models = model_study(args.checkpoints, dgp=False, progress=False)
-    write_csv(out / "models.csv", models, float_format="%.8g")
-    summary = regulariser_summary(models).assign(dataset=lambda d: dataset_labels(d["dataset"]))
-    write_table(
-        summary.set_index(["dataset", "regulariser"]),
-        out / "table_summary",
-        title="NP and variance of weights per regulariser (KS p-value vs. none)",
-        digits=4,
-    )
-    plot_regularisers(models, out / "fig_regularisers")
-    log.info("%d regularised models -> %s", len(models), out)
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"regularisers": (_regularisers_args, _regularisers)}

@@ -6,13 +6,12 @@ expectation decreasing with size as heatmaps for Uniform, truncated normal (sigm
 in the text; the figure caption says sigma² = 1/2) and truncated Pareto
 distributions with increasing b.
 
-Also here: its figure :func:`plot_size_heatmaps`; the target ``dgpbench analysis size``.
+Also here: its figure :func:`plot_size_heatmaps`; its command-line target ``dgpbench analysis
+size`` is in :mod:`dgpbench.cli.analysis_size`.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import math
 import os
 from collections.abc import Sequence
@@ -23,12 +22,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
-from dgpbench.analysis._common import new_figure, out_dir_arg, quiet_seaborn, require_columns
-from dgpbench.analysis._np import batch_neural_persistence
+from dgpbench.analysis.common import new_figure, quiet_seaborn, require_columns
+from dgpbench.analysis.persistence import batch_neural_persistence
 from dgpbench.analysis.synthetic import parse_distribution, sample_matrix
-from dgpbench.io import save_figure, write_csv
-
-log = logging.getLogger(__name__)
+from dgpbench.io import save_figure
 
 __all__ = ["DEFAULT_DISTRIBUTIONS", "expected_np_grid", "plot_size_heatmaps"]
 
@@ -140,36 +137,3 @@ def plot_size_heatmaps(grid: pd.DataFrame, stem: str | os.PathLike[str]) -> list
         ax.set_xlabel("number of columns m")
         ax.set_ylabel("number of rows n")
     return save_figure(fig, stem)
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis size`
-# --------------------------------------------------------------------------------------------
-
-
-def _size_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--distributions", nargs="+", required=True, help="e.g. uniform pareto(5)")
-    p.add_argument(
-        "--sizes",
-        type=int,
-        nargs="+",
-        default=[50, 100, 200, 300, 400, 500],
-        help="rows and columns of the matrices",
-    )
-    p.add_argument("--n-samples", type=int, default=100, help="matrices per size pair")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random matrices")
-    out_dir_arg(p)
-
-
-def _size(args: argparse.Namespace) -> None:
-    out = Path(args.out_dir)
-    grid = expected_np_grid(
-        args.distributions, args.sizes, args.n_samples, seed=args.seed, progress=False
-    )
-    write_csv(out / "grid.csv", grid, float_format="%.8g")
-    plot_size_heatmaps(grid, out / "fig_size_heatmaps")
-    log.info("%d cells -> %s", len(grid), out)
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"size": (_size_args, _size)}

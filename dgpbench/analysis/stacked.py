@@ -20,7 +20,6 @@ single run draws them (see :mod:`dgpbench.models.stacked`).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import math
@@ -34,11 +33,7 @@ import pandas as pd
 import torch
 
 from dgpbench.analysis.curves import (
-    _architecture,
-    _model_args,
-    _optimiser_args,
     _test_tensors,
-    _train_config,
 )
 from dgpbench.analysis.weights import run_info, tidy_run_columns
 from dgpbench.io import write_csv
@@ -89,7 +84,7 @@ def stacked_criteria(weights: Sequence[Any], *, p: float = 2.0, dgp: bool = True
 
 def _stacked_accuracy(model: Any, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
     """Test accuracy of every stacked model (the same images for all)."""
-    from dgpbench.models.stacked import _stacked_logits
+    from dgpbench.models.stacked import stacked_logits
 
     correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
     buffer = None  # the logits of one chunk, reused
@@ -98,7 +93,7 @@ def _stacked_accuracy(model: Any, x: torch.Tensor, y: torch.Tensor) -> np.ndarra
             xc = x[start : start + _TEST_CHUNK]
             if buffer is not None and buffer.shape[1] != len(xc):  # the last, shorter chunk
                 buffer = None
-            logits = buffer = _stacked_logits(model, xc, out=buffer)
+            logits = buffer = stacked_logits(model, xc, out=buffer)
             correct += (logits.argmax(-1) == y[start : start + _TEST_CHUNK]).sum(1)
     return correct.cpu().numpy() / len(x)
 
@@ -188,7 +183,7 @@ def train_analysis_seeds(
     ----------
     x_train, y_train : array-like
         The training split (``config.val_fraction`` of it is held out for validation).
-    arch : dgpbench.models.train.ArchConfig
+    arch : dgpbench.models.architectures.ArchConfig
         The architecture (batch norm and dropout included).
     config : dgpbench.models.train.TrainConfig
         E.g. :func:`dgpbench.models.train.analysis_config`; its ``seed`` is each of ``seeds``.
@@ -267,57 +262,3 @@ def train_analysis_seeds(
         models.append(out / "model.pt")
     log.info("trained %d seeds of %s", len(outs), arch)
     return models
-
-
-# --------------------------------------------------------------------------------------------
-# `dgpbench analysis train-seeds`
-# --------------------------------------------------------------------------------------------
-
-
-def _train_seeds_args(p: argparse.ArgumentParser) -> None:
-    _model_args(p)
-    p.add_argument("--seeds", type=int, nargs="+", required=True, help="model seeds")
-    p.add_argument("--out-dirs", nargs="+", required=True, help="one output folder per seed")
-    p.add_argument("--runs", nargs="+", default=None, help="run ids (default <dataset>/<dir>)")
-    _optimiser_args(p)
-    p.add_argument(
-        "--checkpoints-per-epoch", type=int, default=4, help="curve evaluations per epoch"
-    )
-    p.add_argument("--no-curves", action="store_true", help="do not record the curves")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-
-
-def _train_seeds(args: argparse.Namespace) -> None:
-    from dgpbench.data.datasets import load_dataset
-
-    if len(args.out_dirs) != len(args.seeds):
-        raise ValueError(f"got {len(args.out_dirs)} --out-dirs for {len(args.seeds)} --seeds")
-    if args.runs is not None and len(args.runs) != len(args.seeds):
-        raise ValueError(f"got {len(args.runs)} --runs for {len(args.seeds)} --seeds")
-    if args.runs is not None and len(set(args.runs)) != len(args.runs):
-        repeated = sorted({r for r in args.runs if args.runs.count(r) > 1})
-        raise ValueError(f"--runs must be distinct, got {repeated} more than once")
-    x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
-    arch = _architecture(args, x)
-    config = _train_config(args)
-    x_test = y_test = None
-    if not args.no_curves:
-        x_test, y_test = load_dataset(args.dataset, args.data_root, "test", download=args.download)
-    train_analysis_seeds(
-        x,
-        y,
-        arch,
-        config,
-        args.seeds,
-        args.out_dirs,
-        dataset=args.dataset,
-        x_test=x_test,
-        y_test=y_test,
-        runs=args.runs,
-        curves=not args.no_curves,
-        device=args.device,
-    )
-
-
-# the module's `dgpbench analysis` targets: name -> (add-arguments, run)
-COMMANDS = {"train-seeds": (_train_seeds_args, _train_seeds)}

@@ -46,7 +46,7 @@ def torch_linear_weights(model: nn.Module) -> list[np.ndarray]:
     Parameters
     ----------
     model : torch.nn.Module
-        E.g. the ``nn.Sequential`` of :func:`dgpbench.models.train.build_mlp`.
+        E.g. the ``nn.Sequential`` of :func:`dgpbench.models.architectures.build_mlp`.
 
     Returns
     -------
@@ -80,7 +80,7 @@ def run_info(meta: dict[str, Any]) -> dict[str, Any]:
     Parameters
     ----------
     meta : dict
-        As returned by :func:`dgpbench.models.train.load_checkpoint`.
+        As returned by :func:`dgpbench.models.checkpoints.load_checkpoint`.
 
     Returns
     -------
@@ -130,7 +130,7 @@ def load_weights(path: str | os.PathLike[str]) -> tuple[list[np.ndarray], dict[s
     info : dict
         :func:`run_info` of the checkpoint's metadata plus ``path``.
     """
-    from dgpbench.models.train import load_checkpoint
+    from dgpbench.models.checkpoints import load_checkpoint
 
     model, meta = load_checkpoint(path)
     return torch_linear_weights(model), {**run_info(meta), "path": str(Path(path))}

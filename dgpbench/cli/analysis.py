@@ -1,9 +1,10 @@
 """``dgpbench analysis TARGET``: the neural-persistence analyses as workflow steps.
 
 One subcommand, ``analysis``, with one target per step of ``workflow/rules/analysis.smk``.
-A target lives in the analysis module it runs (``COMMANDS`` there: its arguments and run
-function, next to the computation and the figure); this module only lists the targets, so
-``dgpbench`` imports a target's module (torch, numba, seaborn) only when that target runs.
+A target's arguments and run function live in ``dgpbench/cli/analysis_<module>.py``
+(``COMMANDS`` there), beside the analysis module it runs (:mod:`dgpbench.analysis.<module>`:
+the computation and the figure, plain functions); this module only lists the targets, so
+``dgpbench`` imports a target's modules (torch, numba, seaborn) only when that target runs.
 Each target reads files, calls the analysis and writes its outputs atomically into
 ``--out-dir`` (fixed file names, listed per target below; tables as ``.csv`` + ``.md``, plus
 ``.tex`` where the paper has the table; figures as ``.png`` + ``.pdf``):
@@ -48,7 +49,7 @@ from dgpbench.cli.registry import SUBCOMMANDS
 
 __all__ = ["TARGETS", "target_command"]
 
-# target -> (help, module of dgpbench.analysis that holds it in its COMMANDS)
+# target -> (help, <module> of dgpbench.cli.analysis_<module> that holds it in its COMMANDS)
 TARGETS: dict[str, tuple[str, str]] = {
     "train": ("Train one analysis MLP (lr 3e-4); optionally record its curves.", "curves"),
     "train-seeds": (
@@ -73,7 +74,7 @@ def target_command(
     name: str,
 ) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], None]]:
     """The add-arguments and run functions of the target ``name`` (imports its module)."""
-    module = importlib.import_module(f"dgpbench.analysis.{TARGETS[name][1]}")
+    module = importlib.import_module(f"dgpbench.cli.analysis_{TARGETS[name][1]}")
     return module.COMMANDS[name]
 
 
@@ -117,8 +118,7 @@ def _analysis_args(p: argparse.ArgumentParser) -> None:
 
 
 def _analysis(args: argparse.Namespace) -> None:
-    from dgpbench.models.train import torch_threads
-    from dgpbench.topology._threads import numba_threads
+    from dgpbench.threads import numba_threads, torch_threads
 
     if args.threads is not None:
         check_int(args.threads, "--threads")

@@ -12,7 +12,9 @@ from dgpbench._device import DEVICE_OPTIONS
 __all__ = [
     "METHOD_HELP",
     "MODEL_HELP",
+    "checkpoints_arg",
     "forward_pass_args",
+    "out_dir_arg",
     "parse_tags",
     "positive_int",
     "require_arrays",
@@ -87,3 +89,13 @@ MODEL_HELP = (
     "the network: a dgpbench checkpoint (.pt), a torch.export program (.pt2, read without "
     "running code) or 'package.module:factory' (a function returning it; runs that code)"
 )
+
+
+def out_dir_arg(p: argparse.ArgumentParser) -> None:
+    """``--out-dir``: the folder of a ``dgpbench analysis`` target's outputs."""
+    p.add_argument("--out-dir", required=True, help="folder for the target's outputs")
+
+
+def checkpoints_arg(p: argparse.ArgumentParser) -> None:
+    """``--checkpoints``: the final model checkpoints a ``dgpbench analysis`` target reads."""
+    p.add_argument("--checkpoints", nargs="+", required=True, help="final model checkpoints")

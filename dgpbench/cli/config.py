@@ -3,7 +3,8 @@ for the ones it does.
 
 The workflow validates ``config.yaml`` against ``workflow/schemas/config.schema.yaml`` and
 then calls :func:`check_config`, so that an inconsistent combination of keys stops the run
-before any job starts (a failing job would first have removed the previous outputs).
+before any job starts (a failing job would first have removed the previous outputs). Every
+check that spans several keys is here, so the ``.smk`` files hold none of their own.
 """
 
 from __future__ import annotations
@@ -97,13 +98,69 @@ def _valid_names(schema: Any) -> list[str]:
     return names
 
 
+def _lookup(config: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted ``key``, or None where a section or key is absent."""
+    value: Any = config
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _dataset_key(name: str) -> str:
+    """A data set name that compares equal for the same file (``npz:`` paths resolved)."""
+    if name.startswith("npz:"):
+        return f"npz:{Path(name[4:]).expanduser().resolve()}"
+    return name
+
+
+def _workflow_problems(config: Mapping[str, Any]) -> list[str]:
+    """Keys of the report, the users' models and the analyses that contradict others."""
+    problems = []
+    deltas, pooled = _lookup(config, "protocol.deltas"), _lookup(config, "report.pool_deltas")
+    if deltas is not None and pooled is not None:
+        run = {round(float(d), 9) for d in deltas}
+        missing = [d for d in pooled if round(float(d), 9) not in run]
+        if missing:
+            problems.append(
+                f"config key report.pool_deltas {pooled} must be a subset of protocol.deltas "
+                f"{deltas}; not run: {missing}"
+            )
+    datasets = {_dataset_key(d) for d in config.get("datasets", [])}
+    for name, entry in (_lookup(config, "models.user") or {}).items():
+        if _dataset_key(entry["dataset"]) not in datasets:
+            problems.append(
+                f"config key models.user.{name}.dataset {entry['dataset']!r} is not one of "
+                f"datasets {config['datasets']}"
+            )
+    burn_in = _lookup(config, "analysis.early_stopping.max_burn_in")
+    epochs = _lookup(config, "analysis.training.epochs")
+    if burn_in is not None and epochs is not None and burn_in >= epochs:
+        problems.append(
+            f"analysis.early_stopping.max_burn_in ({burn_in}) must be"
+            f" smaller than analysis.training.epochs ({epochs})"
+        )
+    deep = sorted(layers for layers in _lookup(config, "analysis.layers") or [] if layers > 1)
+    hidden = _lookup(config, "analysis.hidden") or []
+    for key, grid in (("figure_layers", deep), ("figure_hidden", hidden)):
+        chosen = _lookup(config, f"analysis.np_variance.{key}")
+        if deep and chosen and not set(chosen) & set(grid):
+            problems.append(f"analysis.np_variance.{key} {chosen} selects no model of {grid}")
+    return problems
+
+
 def check_config(config: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` naming the keys if the configuration's keys contradict each other.
 
     Checks: ``ablation.ns`` is a subset of ``protocol.ns``; ``max(protocol.ns)`` is at most
     ``images.n_test`` and the test images every data set has; ``protocol.deltas`` lie in
     (0, 1] (the schema checks it too); no two methods, nor two data sets, share a display
-    label (:func:`dgpbench.labels.check_unique_labels`).
+    label (:func:`dgpbench.labels.check_unique_labels`); ``report.pool_deltas`` is a subset
+    of ``protocol.deltas``; every ``models.user.<name>.dataset`` is one of ``datasets``;
+    ``analysis.early_stopping.max_burn_in`` is below ``analysis.training.epochs``;
+    ``analysis.np_variance.figure_layers`` and ``figure_hidden`` select a model of the
+    analysis grid. A check whose keys the configuration lacks is skipped.
 
     Parameters
     ----------
@@ -156,5 +213,6 @@ def check_config(config: Mapping[str, Any]) -> None:
             check_unique_labels(names, kind)
         except ValueError as exc:
             problems.append(f"{key}: {exc}")
+    problems += _workflow_problems(config)
     if problems:
         raise ValueError("invalid configuration: " + "; ".join(problems))

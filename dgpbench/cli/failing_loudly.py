@@ -212,8 +212,9 @@ def _check_fractions(fractions: list[float]) -> None:
 
 
 def _shift(args: argparse.Namespace) -> None:
-    from dgpbench.models.train import load_checkpoint, torch_threads
+    from dgpbench.models.checkpoints import load_checkpoint
     from dgpbench.shifts import NEEDS_MODEL, apply_shift
+    from dgpbench.threads import torch_threads
 
     _check_fractions(args.fractions)
     pools = _read_pools(args.images, ["x_unseen", "y_unseen"])
@@ -314,7 +315,7 @@ def _check_representation(name: str) -> None:
 
 def _features(args: argparse.Namespace) -> None:
     from dgpbench.failing_loudly.toolbox import MODEL_FREE
-    from dgpbench.models.train import torch_threads
+    from dgpbench.threads import torch_threads
 
     _check_representation(args.representation)
     model = None if args.model == "none" else args.model
@@ -447,7 +448,7 @@ class _Pools(Mapping):
 
 def _detect(args: argparse.Namespace) -> None:
     from dgpbench.failing_loudly.grid import RunPools, method_records, parse_method
-    from dgpbench.models.train import torch_threads
+    from dgpbench.threads import torch_threads
 
     method = parse_method(args.method)
     tags = _parse_tags(args.tag)
@@ -562,12 +563,12 @@ def _figure_args(p: argparse.ArgumentParser) -> None:
 
 def _figure(args: argparse.Namespace) -> None:
     from dgpbench.failing_loudly.ranks import critical_difference_figure
-    from dgpbench.failing_loudly.reporting import _with_rows, accuracy_figure
+    from dgpbench.failing_loudly.reporting import accuracy_figure, with_rows
 
     records = _read_records(args.records)
     paths = accuracy_figure(records, args.dataset, args.out)
     if args.cd_out:
-        paths += critical_difference_figure(_with_rows(records), args.dataset, args.cd_out)
+        paths += critical_difference_figure(with_rows(records), args.dataset, args.cd_out)
     log.info("figures -> %s", [str(p) for p in paths])
 
 

@@ -191,7 +191,7 @@ def _refuse_fixed_options(args: argparse.Namespace) -> None:
 def _score(args: argparse.Namespace) -> int:
 
     from dgpbench.data.datasets import load_npz_images
-    from dgpbench.models.train import torch_threads
+    from dgpbench.threads import torch_threads
 
     batches = _batch_files(args.batch)
     if args.detector is not None:
@@ -438,8 +438,8 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     from dgpbench.data.datasets import load_npz_images
     from dgpbench.detectors import make_detector
     from dgpbench.features.output import fit_method, transform_method
-    from dgpbench.models.train import torch_threads
     from dgpbench.saved import FittedDetector
+    from dgpbench.threads import torch_threads
 
     test = _setting(args, "test")
     if test == "classif" and args.method is not None:

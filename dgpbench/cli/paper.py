@@ -74,8 +74,9 @@ def _train(args: argparse.Namespace) -> None:
     import os
 
     from dgpbench.data.datasets import load_dataset, n_classes
+    from dgpbench.models.architectures import ArchConfig
     from dgpbench.models.stacked import train_mlp_seeds
-    from dgpbench.models.train import ArchConfig, shift_detection_config, train_mlp
+    from dgpbench.models.train import shift_detection_config, train_mlp
     from dgpbench.naming import model_id
 
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
@@ -122,7 +123,7 @@ def _train_cnn(args: argparse.Namespace) -> None:
     import os
 
     from dgpbench.data.datasets import load_dataset, n_classes
-    from dgpbench.models.cnn import CNNConfig
+    from dgpbench.models.architectures import CNNConfig
     from dgpbench.models.train import shift_detection_config, train_mlp
     from dgpbench.naming import model_id
 
@@ -250,8 +251,8 @@ def _features(args: argparse.Namespace) -> None:
 
     from dgpbench.features.output import fit_method, transform_method
     from dgpbench.features.registry import make_features
-    from dgpbench.models.train import torch_threads
     from dgpbench.progress import Progress
+    from dgpbench.threads import torch_threads
 
     clean = load_npz(args.clean)
     _require(clean, args.clean, ["x_ref", "y_ref", "x_test"], "images")

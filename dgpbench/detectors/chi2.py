@@ -21,7 +21,7 @@ from scipy.stats import chi2_contingency
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import _fit_context
+from dgpbench._compat import fit_context
 from dgpbench.detectors.base import (
     ReferenceState,
     ShiftTestResult,
@@ -184,7 +184,7 @@ class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
     def __init__(self, alpha: float = 0.05) -> None:
         self.alpha = alpha
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X_ref: Any, y: None = None) -> ChiSquareShiftDetector:
         """Store the reference labels.
 

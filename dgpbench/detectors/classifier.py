@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import HasMethods, Interval, StrOptions, _fit_context
+from dgpbench._compat import HasMethods, Interval, StrOptions, fit_context
 from dgpbench._device import DEVICE_OPTIONS, resolve_device
 from dgpbench.detectors.base import (
     ReferenceState,
@@ -199,7 +199,7 @@ class ClassifierShiftDetector(ReferenceState, BaseEstimator):
             )
         return flat.reshape(arr.shape)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X_ref: Any, y: None = None) -> ClassifierShiftDetector:
         """Store the reference batch.
 

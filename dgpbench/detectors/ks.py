@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import _fit_context
+from dgpbench._compat import fit_context
 from dgpbench.detectors.base import ReferenceState
 from dgpbench.detectors.ks_test import KSTestResult, ks_test
 from dgpbench.parameters import KS_RULES, sklearn_constraints
@@ -95,7 +95,7 @@ class KSShiftDetector(ReferenceState, BaseEstimator):
         self.alpha = alpha
         self.correction = correction
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X_ref: Any, y: None = None) -> KSShiftDetector:
         """Store the clean reference features.
 

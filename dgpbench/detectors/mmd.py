@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import _fit_context
+from dgpbench._compat import fit_context
 from dgpbench._device import resolve_device
 from dgpbench.detectors.base import (
     ReferenceState,
@@ -324,7 +324,7 @@ class MMDShiftDetector(ReferenceState, BaseEstimator):
         self.random_state = random_state
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X_ref: Any, y: None = None) -> MMDShiftDetector:
         """Store the clean reference batch.
 

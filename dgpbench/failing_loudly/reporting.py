@@ -57,6 +57,7 @@ __all__ = [
     "proportion_cells",
     "rabanser_table1b",
     "table_rows",
+    "with_rows",
     "write_report",
 ]
 
@@ -139,7 +140,20 @@ def _text(rate: float, low: float, high: float) -> str:
     return f"{100 * rate:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
-def _with_rows(records: pd.DataFrame) -> pd.DataFrame:
+def with_rows(records: pd.DataFrame) -> pd.DataFrame:
+    """The records with their table ``row``, ``rejected`` as booleans and a ``test`` column.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame
+        Detection records of the grid.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy; ``test`` is read off ``method`` (its part after the last ``+``) when the
+        records lack it.
+    """
     out = records.copy()
     out["row"] = table_rows(out)
     out["rejected"] = out["rejected"].astype(bool)
@@ -182,7 +196,7 @@ def _carry_forward(records: pd.DataFrame) -> pd.DataFrame:
 
 def accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
     """Table 1a: accuracy per (dataset, dimension, row, n) with intervals over runs."""
-    rec = _shifted(_with_rows(records))
+    rec = _shifted(with_rows(records))
     if protocol_of(records) == "rabanser":
         rec = _carry_forward(rec)
     return proportion_cells(rec, ["dataset", "dimension", "row", "n"])
@@ -191,7 +205,7 @@ def accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
 def pooled_accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
     """Table 1a pooled over the data sets, as Rabanser et al.'s (MNIST with CIFAR-10):
     accuracy per (dimension, row, n); the units are the (data set, run) pairs."""
-    rec = _carry_forward(_shifted(_with_rows(records)))
+    rec = _carry_forward(_shifted(with_rows(records)))
     return proportion_cells(rec, ["dimension", "row", "n"])
 
 
@@ -202,7 +216,7 @@ RABANSER_TABLE1B: tuple[str, ...] = ("bbsds+ks", "uae+mmd")
 def rabanser_table1b(records: pd.DataFrame) -> pd.DataFrame:
     """Table 1b as theirs: accuracy of BBSDs + KS and UAE + MMD per (dataset, shift, row, n),
     pooled over fractions and draws (one row per model family for BBSDs)."""
-    rec = _with_rows(_shifted(records))
+    rec = with_rows(_shifted(records))
     rec = rec[rec["method"].isin(RABANSER_TABLE1B)]
     if rec.empty:
         raise ValueError(f"the records hold none of Table 1b's methods {list(RABANSER_TABLE1B)}")
@@ -212,7 +226,7 @@ def rabanser_table1b(records: pd.DataFrame) -> pd.DataFrame:
 def best_table(records: pd.DataFrame) -> pd.DataFrame:
     """Table 1b: per (dataset, shift), the best univariate and multivariate rows and the
     topological rows' accuracy and rank (1 = best) among all rows."""
-    rec = _with_rows(_shifted(records))
+    rec = with_rows(_shifted(records))
     cells = proportion_cells(rec, ["dataset", "shift", "dimension", "row"])
     out = []
     for (dataset, shift), group in cells.groupby(["dataset", "shift"], sort=True):
@@ -241,7 +255,7 @@ def false_positive_table(records: pd.DataFrame, alpha: float) -> pd.DataFrame:
     """False-positive rate per (dataset, row, n) of the calibration draws, intervals over the
     runs (hull with Clopper-Pearson's of the draws: :func:`proportion_cells`), and
     ``above_alpha`` where the whole interval lies above ``alpha``."""
-    rec = _with_rows(records)
+    rec = with_rows(records)
     rec = rec[rec["shift"] == CALIBRATION]
     if rec.empty:
         raise ValueError("the records hold no calibration draws (shift 'none')")
@@ -272,7 +286,7 @@ def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rec = _with_rows(_shifted(records[records["dataset"] == dataset]))
+    rec = with_rows(_shifted(records[records["dataset"] == dataset]))
     shifts = list(dict.fromkeys(rec["shift"]))
     if not shifts:
         raise ValueError(f"no shifted records of data set {dataset!r}")
@@ -450,7 +464,7 @@ def write_report(
 
     from dgpbench.failing_loudly.ranks import rank_table
 
-    ranks = rank_table(_with_rows(records), alpha=alpha)
+    ranks = rank_table(with_rows(records), alpha=alpha)
     write_csv(out / "fl_ranks.csv", _inert_frame(ranks), float_format="%.6g")
     md = []
     if not ranks.empty:

@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, _fit_context
+from dgpbench._compat import Interval, StrOptions, fit_context
 from dgpbench._device import resolve_device
 from dgpbench.features.base import FORWARD_CONSTRAINTS
 
@@ -125,7 +125,7 @@ def save_autoencoder(path: str | os.PathLike, est: TAEFeatures | UAEFeatures) ->
     import torch
 
     from dgpbench.io import atomic_path
-    from dgpbench.models.checkpoints import _weights_digest
+    from dgpbench.models.checkpoints import weights_digest
 
     check_is_fitted(est, "encoder_")
     state = {
@@ -138,7 +138,7 @@ def save_autoencoder(path: str | os.PathLike, est: TAEFeatures | UAEFeatures) ->
         "architecture": est.architecture_,
         "image_shape": list(est.image_shape_),
         "state_dict": state,
-        "weights_sha256": _weights_digest(state),
+        "weights_sha256": weights_digest(state),
     }
     path = Path(path)
     with atomic_path(path, suffix=".pt") as tmp:
@@ -164,7 +164,7 @@ def load_autoencoder(path: str | os.PathLike) -> tuple[Any, Any, str, tuple[int,
     """
     import torch
 
-    from dgpbench.models.checkpoints import _weights_digest
+    from dgpbench.models.checkpoints import weights_digest
 
     path = Path(path)
     if not path.is_file():
@@ -178,7 +178,7 @@ def load_autoencoder(path: str | os.PathLike) -> tuple[Any, Any, str, tuple[int,
     if payload.get("version") != _VERSION:
         raise ValueError(f"{path}: unsupported autoencoder version {payload.get('version')!r}")
     state = payload["state_dict"]
-    if _weights_digest(state) != payload.get("weights_sha256"):
+    if weights_digest(state) != payload.get("weights_sha256"):
         raise ValueError(f"{path}: weights do not match their SHA-256 (truncated or corrupt)")
     architecture = str(payload["architecture"])
     if architecture not in ARCHITECTURES:
@@ -422,7 +422,7 @@ class UAEFeatures(_Autoencoder):
         self.batch_size = batch_size
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> UAEFeatures:
         """Build the seeded, untrained autoencoder for images shaped like ``X``."""
         X = self._images(X, reset=True)
@@ -501,7 +501,7 @@ class TAEFeatures(_Autoencoder):
         self.batch_size = batch_size
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> TAEFeatures:
         """Train the autoencoder on the images ``X`` (or load ``autoencoder``).
 

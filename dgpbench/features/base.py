@@ -28,7 +28,7 @@ Raw representations:
   by default (``representation="softmax"``).
 
 A network whose trailing part is an MLP (e.g. a CNN: convolutions, ``Flatten``, linear
-layers), or a ``(body, head)`` pair, is accepted too (:func:`dgpbench.models.cnn.split_network`):
+layers), or a ``(body, head)`` pair, is accepted too (:func:`dgpbench.models.body_head.split_network`):
 the body runs in torch and TU, DGP and MAGDiff use the head's activation graphs with the
 body's output as the input layer; Softmax uses the whole network.
 """
@@ -43,7 +43,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import StrOptions, _fit_context
+from dgpbench._compat import StrOptions, fit_context
 from dgpbench.features.network import NetworkFeatures
 from dgpbench.parameters import WORKFLOW_RULES, sklearn_constraints
 
@@ -98,7 +98,7 @@ class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
         return validate_data(self, X, y, reset=reset, dtype=np.float32)
 
     # -- scikit-learn API ------------------------------------------------------------------
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> _MLPFeatures:
         """Store the per-class mean raw representations of reference images.
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from dgpbench._compat import _fit_context
+from dgpbench._compat import fit_context
 from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _MLPFeatures
 from dgpbench.features.softmax import SoftmaxFeatures
 
@@ -38,7 +38,7 @@ class BBSDhFeatures(_MLPFeatures):
     ----------
     graph_ : MLPGraph
         The model's MLP part.
-    body_ : dgpbench.models.cnn.NetworkBody or None
+    body_ : dgpbench.models.body_head.NetworkBody or None
         The torch part before the MLP head.
     classes_ : ndarray of shape (n_outputs,)
         The output indices ``0 .. n_outputs - 1`` (the values ``transform`` returns).
@@ -74,7 +74,7 @@ class BBSDhFeatures(_MLPFeatures):
         self.progress = progress
         self.device = device
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> BBSDhFeatures:
         """Load the model and check ``X`` against it (labels ``y`` are not needed).
 

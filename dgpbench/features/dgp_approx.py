@@ -37,7 +37,7 @@ class DGPApproxFeatures(_SummaryFeatures):
         The head's ``nn.Linear`` modules by name (e.g. ``("fc1", "fc2")``), for a network
         with its own ``forward``; by default the trailing chain of linear maps, found with
         forward hooks and verified on the reference images (see
-        :func:`dgpbench.models.cnn.find_head`).
+        :func:`dgpbench.models.body_head.find_head`).
     batch_size, n_jobs, progress, device
         As for :class:`dgpbench.features.dgp.DGPFeatures`.
 

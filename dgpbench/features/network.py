@@ -117,7 +117,7 @@ def _logits_kind(network: Any, X: np.ndarray) -> tuple[str, int]:
     many classes."""
     import torch
 
-    from dgpbench.models.cnn import output_kind
+    from dgpbench.models.body_head import output_kind
 
     device = next((p.device for p in network.parameters()), torch.device("cpu"))
     try:
@@ -276,7 +276,7 @@ class NetworkFeatures:
         transformer (a restored detector: ``fitted=True``) rebuilds the split it recorded
         (``head_``, ``head_activations_``, ``output_``) without a forward pass.
         """
-        from dgpbench.models.cnn import NetworkBody, split_network
+        from dgpbench.models.body_head import NetworkBody, split_network
 
         if fitted and getattr(self, "output_", None) is not None:
             if isinstance(network, NetworkBody):
@@ -296,7 +296,7 @@ class NetworkFeatures:
         if head is not None or (not self._needs_head and isinstance(network, nn.Module)):
             # a named head, or only the logits wanted: the network is run whole, so a
             # trailing softmax or a forward of its own needs no layer-by-layer reading
-            from dgpbench.models.cnn import is_plain_sequential
+            from dgpbench.models.body_head import is_plain_sequential
 
             if head is not None or not is_plain_sequential(network):
                 self.body_, self.graph_ = NetworkBody(network, self.device), None
@@ -320,7 +320,7 @@ class NetworkFeatures:
         -------
         self : object
         """
-        from dgpbench.models.cnn import NetworkBody
+        from dgpbench.models.body_head import NetworkBody
         from dgpbench.topology.graphs import MLPGraph
 
         self._require_fitted("graph_")
@@ -336,7 +336,7 @@ class NetworkFeatures:
         the network whole in ``body_``), and refuse one it replaced by another."""
         if getattr(self, "output_", None) is None:
             return  # split by its layers: the loader splits it the same way
-        from dgpbench.models.cnn import HeadInput, NetworkLogits
+        from dgpbench.models.body_head import HeadInput, NetworkLogits
 
         module = getattr(self.body_, "module", None)
         if isinstance(module, (HeadInput, NetworkLogits)) and self.graph_ is not None:
@@ -353,7 +353,7 @@ class NetworkFeatures:
 
     def _find_split(self, X: np.ndarray) -> None:
         """Split a network that cannot be read layer by layer, on the reference images."""
-        from dgpbench.models.cnn import find_head, split_network
+        from dgpbench.models.body_head import find_head, split_network
 
         probe = X[: self._probe_size]
         network = self.body_.module
@@ -502,7 +502,7 @@ class NetworkFeatures:
         ValueError
             If the network cannot be split as it was when fitted.
         """
-        from dgpbench.models.cnn import split_network
+        from dgpbench.models.body_head import split_network
         from dgpbench.state import StateError, check_keys, state_array, state_int, state_shape
 
         check_keys(
@@ -578,7 +578,7 @@ class NetworkFeatures:
     def _set_split_state(self, split: Any) -> None:
         """Set a recorded head split (``head_``, ``head_activations_``, ``output_``,
         ``n_outputs_``) after checking every field's type and value."""
-        from dgpbench.models.cnn import OUTPUT_KINDS
+        from dgpbench.models.body_head import OUTPUT_KINDS
         from dgpbench.state import StateError, state_int
 
         if not isinstance(split, dict) or set(split) != {

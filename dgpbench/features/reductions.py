@@ -18,7 +18,7 @@ from sklearn.decomposition import PCA
 from sklearn.random_projection import SparseRandomProjection
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, _fit_context
+from dgpbench._compat import Interval, fit_context
 from dgpbench.features.network import flatten_images
 
 __all__ = [
@@ -126,7 +126,7 @@ class NoRedFeatures(_Reduction):
 
     _prefix = "pixel"
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> NoRedFeatures:
         """Record the number of pixels of the reference images ``X``."""
         X = self._validate(X, reset=True)
@@ -170,7 +170,7 @@ class ImageFeatures(NoRedFeatures):
 
     _prefix = "image"
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> ImageFeatures:
         """Record the shape of the reference images ``X``."""
         super().fit(X)
@@ -249,7 +249,7 @@ class PCAFeatures(_Reduction):
         self.n_components = n_components
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> PCAFeatures:
         """Fit the principal components of the reference images ``X``."""
         X = self._validate(X, reset=True)
@@ -338,7 +338,7 @@ class SRPFeatures(_Reduction):
         self.variance = variance
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> SRPFeatures:
         """Draw the projection for the reference images ``X``."""
         X = self._validate(X, reset=True)

@@ -44,7 +44,7 @@ class SoftmaxFeatures(SoftmaxOutput, _MLPFeatures):
     image_shape_ : tuple of int or None
         One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
         image batches given to ``transform`` must have it.
-    body_ : dgpbench.models.cnn.NetworkBody or None
+    body_ : dgpbench.models.body_head.NetworkBody or None
         The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.

@@ -35,7 +35,7 @@ class TUFeatures(_HeadFeatures):
         The head's ``nn.Linear`` modules by name (e.g. ``("fc1", "fc2")``), for a network
         with its own ``forward``; by default the trailing chain of linear maps, found with
         forward hooks and verified on the reference images (see
-        :func:`dgpbench.models.cnn.find_head`).
+        :func:`dgpbench.models.body_head.find_head`).
     batch_size : int, default=256
         Samples per chunk.
     n_jobs : int or None, default=None
@@ -57,7 +57,7 @@ class TUFeatures(_HeadFeatures):
     image_shape_ : tuple of int or None
         One image's shape in ``fit`` (``(H, W)`` for one channel; None for flat input);
         image batches given to ``transform`` must have it.
-    body_ : dgpbench.models.cnn.NetworkBody or None
+    body_ : dgpbench.models.body_head.NetworkBody or None
         The torch part before the MLP head (None for an MLP).
     classes_ : ndarray of shape (n_classes,)
         Class labels seen in ``fit``.

@@ -4,43 +4,43 @@
 model), :mod:`~dgpbench.models.stacked` (seeds trained together),
 :mod:`~dgpbench.models.checkpoints`, :mod:`~dgpbench.models.exported` (``.pt2`` files),
 :mod:`~dgpbench.models.specs` (a model reference: checkpoint, ``.pt2`` or factory) and
-:mod:`~dgpbench.models.cnn` (a network split into body and MLP head).
+:mod:`~dgpbench.models.body_head` (a network split into body and MLP head). Thread counts are
+scoped by :mod:`dgpbench.threads`.
 """
 
 from dgpbench._lazy import lazy_exports
 
 _EXPORTS = {
     "ACTIVATIONS": "dgpbench.models.architectures",
+    "ANALYSIS_LR": "dgpbench.models.train",
+    "ANALYSIS_LR_TEXT": "dgpbench.models.train",
     "ArchConfig": "dgpbench.models.architectures",
-    "CHECKPOINT_FORMAT": "dgpbench.models.train",
-    "CHECKPOINT_VERSION": "dgpbench.models.train",
+    "CHECKPOINT_FORMAT": "dgpbench.models.checkpoints",
+    "CHECKPOINT_VERSION": "dgpbench.models.checkpoints",
     "CNNConfig": "dgpbench.models.architectures",
     "ExportedModelError": "dgpbench.models.exported",
     "ImageReshape": "dgpbench.models.architectures",
     "KEEP_OPTIONS": "dgpbench.models.train",
     "METRIC_COLUMNS": "dgpbench.models.train",
-    "NetworkBody": "dgpbench.models.cnn",
+    "NetworkBody": "dgpbench.models.body_head",
     "StackedMLP": "dgpbench.models.stacked",
     "TrainConfig": "dgpbench.models.train",
-    "_check_arch": "dgpbench.models.train",
     "analysis_config": "dgpbench.models.train",
     "build_cnn": "dgpbench.models.architectures",
     "build_mlp": "dgpbench.models.architectures",
-    "checkpoint_name": "dgpbench.models.train",
+    "checkpoint_name": "dgpbench.models.checkpoints",
     "clear_run_outputs": "dgpbench.models.train",
     "describe_model": "dgpbench.models.specs",
     "is_factory_spec": "dgpbench.models.specs",
-    "list_checkpoints": "dgpbench.models.train",
-    "load_checkpoint": "dgpbench.models.train",
+    "list_checkpoints": "dgpbench.models.checkpoints",
+    "load_checkpoint": "dgpbench.models.checkpoints",
     "load_exported": "dgpbench.models.exported",
     "load_model": "dgpbench.models.specs",
     "model_arch": "dgpbench.models.architectures",
     "model_checksum": "dgpbench.models.specs",
-    "save_checkpoint": "dgpbench.models.train",
-    "set_torch_threads": "dgpbench.models.train",
+    "save_checkpoint": "dgpbench.models.checkpoints",
     "shift_detection_config": "dgpbench.models.train",
-    "split_network": "dgpbench.models.cnn",
-    "torch_threads": "dgpbench.models.train",
+    "split_network": "dgpbench.models.body_head",
     "train_mlp": "dgpbench.models.train",
     "train_mlp_seeds": "dgpbench.models.stacked",
 }

@@ -1,7 +1,7 @@
 """Architectures of the networks dgpbench trains: MLPs and the workflow's small CNN.
 
 This module sits below the training code (:mod:`dgpbench.models.train`), the checkpoint files
-(:mod:`dgpbench.models.checkpoints`) and the body/head split (:mod:`dgpbench.models.cnn`), which all
+(:mod:`dgpbench.models.checkpoints`) and the body/head split (:mod:`dgpbench.models.body_head`), which all
 build networks from it; it imports none of them, so the package's imports run one way.
 
 MLP: ``in - h - ... - h - out`` where ``n_layers`` counts linear maps (the paper's

@@ -37,6 +37,7 @@ __all__ = [
     "list_checkpoints",
     "load_checkpoint",
     "save_checkpoint",
+    "weights_digest",
 ]
 
 CHECKPOINT_FORMAT = "dgpbench-mlp"
@@ -58,9 +59,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _weights_digest(state: dict[str, torch.Tensor]) -> str:
-    """SHA-256 of the weights (names, dtypes, shapes and bytes): torch's zip reader does not
-    check CRCs, so a flipped byte in a stored tensor would otherwise load silently."""
+def weights_digest(state: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of the weights (names, dtypes, shapes and bytes), as stored in checkpoints.
+
+    torch's zip reader does not check CRCs, so a flipped byte in a stored tensor would
+    otherwise load silently.
+
+    Parameters
+    ----------
+    state : dict of str to torch.Tensor
+        A ``state_dict``.
+
+    Returns
+    -------
+    str
+        The hexadecimal digest.
+    """
     digest = hashlib.sha256()
     for key in sorted(state):
         tensor = state[key].detach().cpu().contiguous()
@@ -112,7 +126,7 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
         "meta": _plain({**meta, "arch": arch, "kind": arch.kind}),
         "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
     }
-    payload["weights_sha256"] = _weights_digest(payload["state_dict"])
+    payload["weights_sha256"] = weights_digest(payload["state_dict"])
     # Serialised in memory first: the zip records are then named "archive/..." whatever the
     # temporary file is called (same configuration, same bytes), and a full disk is a plain
     # OSError naming the file (torch's own writer raises two RuntimeErrors instead).
@@ -125,7 +139,7 @@ def save_checkpoint(path: str | os.PathLike[str], model: nn.Module, meta: dict[s
 
 
 _ACCEPTED = (
-    "Accepted: a checkpoint written by dgpbench.models.train.save_checkpoint or `dgpbench train`, "
+    "Accepted: a checkpoint written by dgpbench.models.save_checkpoint or `dgpbench train`, "
     "a torch.export program saved with torch.export.save (.pt2), "
     "'package.module:factory' (a function returning the module; runs that code), "
     "or, in Python, the trained torch.nn.Sequential itself"
@@ -208,7 +222,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[s
     stored = payload.get("weights_sha256")
     if stored is None:
         log.warning("%s has no weights checksum (written by an older dgpbench)", path)
-    elif stored != _weights_digest(state):
+    elif stored != weights_digest(state):
         raise ValueError(
             f"checkpoint {path} is corrupt: its weights do not match the checksum stored "
             "with them (damaged copy or disk?); retrain or restore the file"

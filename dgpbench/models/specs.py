@@ -114,7 +114,8 @@ def load_model(model: Any) -> tuple[Any, tuple[int, ...] | None]:
 
         return load_exported(path)
     from dgpbench.data.datasets import DATASETS, image_shape
-    from dgpbench.models.train import load_checkpoint, model_arch
+    from dgpbench.models.architectures import model_arch
+    from dgpbench.models.checkpoints import load_checkpoint
 
     module, meta = load_checkpoint(path)
     dataset = meta.get("dataset")

@@ -49,10 +49,10 @@ from torch.nn import functional as F
 
 from dgpbench._device import resolve_device
 from dgpbench._validation import check_int
+from dgpbench.models.architectures import ACTIVATIONS, ArchConfig
+from dgpbench.models.checkpoints import checkpoint_name, save_checkpoint
 from dgpbench.models.train import (
     _EPOCH_LINE,
-    ACTIVATIONS,
-    ArchConfig,
     TrainConfig,
     _adam,
     _check_config,
@@ -64,15 +64,13 @@ from dgpbench.models.train import (
     _training_data,
     _write_metrics,
     _write_split,
-    checkpoint_name,
     clear_run_outputs,
-    save_checkpoint,
-    torch_threads,
 )
+from dgpbench.threads import torch_threads
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StackedMLP", "train_mlp_seeds"]
+__all__ = ["StackedMLP", "stacked_logits", "train_mlp_seeds"]
 
 # Validation images per evaluation chunk (as train_mlp's, so the sums round alike).
 _EVAL_CHUNK = 4096
@@ -128,7 +126,7 @@ class StackedMLP(nn.Module):
     Parameters
     ----------
     models : sequence of torch.nn.Sequential
-        Networks of :func:`dgpbench.models.train.build_mlp` with the same sizes (``Linear``,
+        Networks of :func:`dgpbench.models.architectures.build_mlp` with the same sizes (``Linear``,
         optionally ``BatchNorm1d``, the activation, optionally ``Dropout``, ..., ``Linear``);
         their current weights (and batch-norm statistics) are copied.
     activation : {"relu", "tanh"}
@@ -161,7 +159,7 @@ class StackedMLP(nn.Module):
 
     Examples
     --------
-    >>> from dgpbench.models.train import build_mlp
+    >>> from dgpbench.models.architectures import build_mlp
     >>> nets = [build_mlp(4, 3, 2, 2, generator=torch.Generator().manual_seed(s)) for s in (0, 1)]
     >>> stacked = StackedMLP(nets, "relu")
     >>> x = torch.rand(5, 4)
@@ -331,12 +329,25 @@ def _forward_chunk(device: torch.device) -> int:
     return _FORWARD_CHUNK if device.type == "cpu" else _EVAL_CHUNK
 
 
-def _stacked_logits(
+def stacked_logits(
     model: StackedMLP, x: torch.Tensor, out: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Logits ``(S, N, C)`` of the same images ``x`` ``(N, n_inputs)`` for every stacked
-    model, without autograd, in forward passes of :data:`_FORWARD_CHUNK` images on the CPU.
-    ``out``: an ``(S, N, C)`` tensor to write them to."""
+    """Logits of the same images for every stacked model, without autograd.
+
+    The forward passes take a fixed number of images at a time (256 on the CPU, 4096 on a
+    GPU).
+
+    Parameters
+    ----------
+    model : StackedMLP
+    x : torch.Tensor of shape (N, n_inputs)
+    out : torch.Tensor of shape (S, N, C), optional
+        Where to write the logits.
+
+    Returns
+    -------
+    torch.Tensor of shape (S, N, C)
+    """
     n = len(x)
     chunk = _forward_chunk(x.device)
     with torch.inference_mode():
@@ -366,7 +377,7 @@ def _evaluate_stacked(
             xc = x[start : start + _EVAL_CHUNK]
             if buffer is not None and buffer.shape[1] != len(xc):  # the last, shorter chunk
                 buffer = None
-            logits = buffer = _stacked_logits(model, xc, out=buffer)
+            logits = buffer = stacked_logits(model, xc, out=buffer)
             target = y[start : start + _EVAL_CHUNK].expand(model.n_models, -1)
             loss_sum += _cross_entropy(logits, target).sum(1)
             correct += (logits.argmax(-1) == target).sum(1)

@@ -1,8 +1,9 @@
-"""MLPs, their training loop and their checkpoints.
+"""The training loop of one network and its two settings.
 
-The architectures (:class:`ArchConfig`, :func:`build_mlp`) live in
-:mod:`dgpbench.models.architectures` and the checkpoint files (:func:`save_checkpoint`,
-:func:`load_checkpoint`) in :mod:`dgpbench.models.checkpoints`; both are re-exported here.
+The architectures (:class:`~dgpbench.models.architectures.ArchConfig`,
+:func:`~dgpbench.models.architectures.build_mlp`) live in :mod:`dgpbench.models.architectures`
+and the checkpoint files (:func:`~dgpbench.models.checkpoints.save_checkpoint`,
+:func:`~dgpbench.models.checkpoints.load_checkpoint`) in :mod:`dgpbench.models.checkpoints`.
 
 Training (:func:`train_mlp`) follows the authors' scripts: Adam (betas 0.9/0.999, eps 1e-8,
 no weight decay), batch 32, 40 epochs, cross-entropy; a stratified ``val_fraction`` of the
@@ -28,7 +29,6 @@ Every file is written atomically (temporary file in the same folder, then ``os.r
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import logging
@@ -48,47 +48,21 @@ from torch.nn import functional as F
 from dgpbench._device import resolve_device
 from dgpbench._validation import as_float_array, check_int
 from dgpbench.io import atomic_path, save_npz
-from dgpbench.models.architectures import (
-    ACTIVATIONS,
-    ArchConfig,
-    _check_arch,
-    build_mlp,
-    model_arch,
-)
-from dgpbench.models.checkpoints import (
-    CHECKPOINT_FORMAT,
-    CHECKPOINT_VERSION,
-    checkpoint_name,
-    list_checkpoints,
-    load_checkpoint,
-    save_checkpoint,
-)
+from dgpbench.models.architectures import ArchConfig, model_arch
+from dgpbench.models.checkpoints import checkpoint_name, list_checkpoints, save_checkpoint
+from dgpbench.threads import torch_threads
 
 log = logging.getLogger(__name__)
 
-# Re-exported: the architecture and checkpoint API kept its historic home here.
 __all__ = [
-    "ACTIVATIONS",
     "ANALYSIS_LR",
     "ANALYSIS_LR_TEXT",
-    "CHECKPOINT_FORMAT",
-    "CHECKPOINT_VERSION",
     "KEEP_OPTIONS",
     "METRIC_COLUMNS",
-    "ArchConfig",
     "TrainConfig",
-    "_check_arch",
     "analysis_config",
-    "build_mlp",
-    "checkpoint_name",
     "clear_run_outputs",
-    "list_checkpoints",
-    "load_checkpoint",
-    "model_arch",
-    "save_checkpoint",
-    "set_torch_threads",
     "shift_detection_config",
-    "torch_threads",
     "train_mlp",
 ]
 
@@ -214,30 +188,6 @@ def analysis_config(dataset: str = "mnist", **overrides: Any) -> TrainConfig:
         lr=ANALYSIS_LR, keep="all", val_fraction=_ANALYSIS_VAL_FRACTION.get(dataset, 5000 / 60000)
     )
     return dataclasses.replace(base, **overrides)
-
-
-# --------------------------------------------------------------------------------------------
-# threads
-# --------------------------------------------------------------------------------------------
-def set_torch_threads(n: int | None) -> int:
-    """Set torch's intra-op thread count (None: leave it) and return the previous value.
-
-    Prefer :func:`torch_threads`, which restores the old value afterwards.
-    """
-    previous = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(check_int(n, "threads"))
-    return previous
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Context manager: run the body with ``n`` torch threads, then restore the old count."""
-    previous = set_torch_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 # --------------------------------------------------------------------------------------------
@@ -481,7 +431,7 @@ def train_mlp(
         :func:`dgpbench.data.datasets.load_dataset`. ``val_fraction`` of them are held out.
     y_train : array-like of shape (N,)
         Integer labels in ``[0, arch.n_classes)``.
-    arch : ArchConfig, dgpbench.models.cnn.CNNConfig or dict
+    arch : ArchConfig, dgpbench.models.body_head.CNNConfig or dict
         The architecture (a dict is an MLP's); ``n_inputs`` must equal the flattened image
         size.
     config : TrainConfig, optional

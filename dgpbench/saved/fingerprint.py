@@ -32,7 +32,7 @@ def network_fingerprint(body: Any, head: Any) -> str:
 
     Parameters
     ----------
-    body : dgpbench.models.cnn.NetworkBody, torch.nn.Module or None
+    body : dgpbench.models.body_head.NetworkBody, torch.nn.Module or None
         The torch part before the head (None for a plain MLP).
     head : dgpbench.topology.graphs.MLPGraph or torch.nn.Module
         The head: weights, biases and activations in graph orientation.

@@ -25,13 +25,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dgpbench._validation import check_int
+from dgpbench.threads import numba_threads
 from dgpbench.topology._kernels import (
     _dgp_approx_batch,
     _dgp_batch,
     _dgp_batch_unsorted,
     _tu_batch,
 )
-from dgpbench.topology._threads import numba_threads
 from dgpbench.topology.dgp import STD_EPS
 from dgpbench.topology.graphs import MLPGraph
 

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from dgpbench._validation import as_float_array
+from dgpbench.threads import numba_threads
 from dgpbench.topology._kernels import _mst_batch, _mst_one
-from dgpbench.topology._threads import numba_threads
 
 __all__ = ["mst_weights"]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from dgpbench.threads import numba_threads
 from dgpbench.topology._kernels import _stacked_trees
-from dgpbench.topology._threads import numba_threads
 from dgpbench.topology.dgp import STD_EPS
 from dgpbench.topology.persistence import check_p, np_from_tree
 

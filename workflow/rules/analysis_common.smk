@@ -14,15 +14,6 @@ REG = AN["regularisers"]
 REG_DATASETS = {dataset_id(d): d for d in REG["datasets"]}
 AN_LINEAR = 1 in AN["layers"]
 AN_DEEP = sorted(l for l in AN["layers"] if l > 1)
-if AN["early_stopping"]["max_burn_in"] >= AN["training"]["epochs"]:
-    raise ValueError(
-        f"analysis.early_stopping.max_burn_in ({AN['early_stopping']['max_burn_in']}) must be"
-        f" smaller than analysis.training.epochs ({AN['training']['epochs']})"
-    )
-for key, grid in (("figure_layers", AN_DEEP), ("figure_hidden", AN["hidden"])):
-    chosen = AN["np_variance"][key]
-    if AN_DEEP and chosen and not set(chosen) & set(grid):
-        raise ValueError(f"analysis.np_variance.{key} {chosen} selects no model of {grid}")
 # Run ids: "linear-s<seed>" (linear classifiers) or "<activation>-l<layers>-h<hidden>-s<seed>".
 AN_RUNS = [f"linear-s{s}" for s in AN["seeds"] if AN_LINEAR] + [
     f"{a}-l{l}-h{h}-s{s}"

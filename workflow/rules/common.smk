@@ -18,23 +18,7 @@ try:
 except WorkflowError as exc:
     # Snakemake's message prints the whole schema; name the key and the reason instead.
     raise ValueError(schema_error(config, SCHEMA) or str(exc)) from None
-check_config(config)  # constraints across keys, before any job
-
-
-def _check_pool_deltas():
-    """report.pool_deltas must have been run: a subset of protocol.deltas."""
-    run = {round(float(d), 9) for d in config["protocol"]["deltas"]}
-    pooled = config["report"]["pool_deltas"]
-    missing = [d for d in pooled if round(float(d), 9) not in run]
-    if missing:
-        raise ValueError(
-            f"config key report.pool_deltas {pooled} must be a subset of protocol.deltas "
-            f"{config['protocol']['deltas']}; not run: {missing}"
-        )
-
-
-_check_pool_deltas()
-
+check_config(config)  # every constraint across keys, before any job
 
 
 def dgpbench_command():
@@ -95,12 +79,7 @@ MODELS = [
 ]
 # Users' own models (models.user): id user-<name> -> (data set id, model reference).
 USER_MODELS = {}
-for _name, _entry in config["models"].get("user", {}).items():
-    if dataset_id(_entry["dataset"]) not in DATASETS:
-        raise ValueError(
-            f"config key models.user.{_name}.dataset {_entry['dataset']!r} is not one of "
-            f"datasets {config['datasets']}"
-        )
+for _name, _entry in config["models"].get("user", {}).items():  # datasets: check_config
     USER_MODELS[f"user-{_name}"] = (dataset_id(_entry["dataset"]), _entry["model"])
 CORRUPTIONS = config["corruptions"]
 LABEL_SHIFT = config["label_shift"]["intensities"]

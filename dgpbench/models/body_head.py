@@ -30,8 +30,8 @@ through the same kernel call shape whatever batch it comes in, so its body outpu
 its features, do not depend on the batch (measured bit-identical; tests/test_cnn.py checks it).
 The head keeps the batch-independent MLP forward pass of :class:`dgpbench.topology.graphs.MLPGraph`.
 
-:class:`CNNConfig` is the workflow's small CNN family (``models.kind: cnn``), defined in
-:mod:`dgpbench.models.architectures` and re-exported here with :func:`build_cnn`. It trains with the
+:class:`~dgpbench.models.architectures.CNNConfig` is the workflow's small CNN family
+(``models.kind: cnn``), built by :func:`~dgpbench.models.architectures.build_cnn`. It trains with the
 MLPs' protocol (:func:`dgpbench.models.train.train_mlp`) and its checkpoints store ``kind: cnn``.
 """
 
@@ -49,19 +49,16 @@ import torch
 from torch import nn
 
 from dgpbench._device import resolve_device
-from dgpbench.models.architectures import CNNConfig, ImageReshape, build_cnn
+from dgpbench.models.architectures import ImageReshape
 from dgpbench.topology.graphs import MLPGraph, activation_name, flatten_sequential
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "OUTPUT_KINDS",
-    "CNNConfig",
     "HeadInput",
-    "ImageReshape",
     "NetworkBody",
     "NetworkLogits",
-    "build_cnn",
     "find_head",
     "is_plain_sequential",
     "output_kind",
@@ -248,6 +245,7 @@ def split_network(
 
     Examples
     --------
+    >>> from dgpbench.models.architectures import CNNConfig, build_cnn
     >>> net = build_cnn(CNNConfig((1, 8, 8), hidden=16, n_layers=2, n_classes=10))
     >>> body, head = split_network(net)
     >>> head.layer_sizes, body(np.zeros((2, 1, 8, 8), np.float32)).shape

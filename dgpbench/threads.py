@@ -1,4 +1,9 @@
-"""Scoped numba thread counts: set for one call, always restored (never process-wide)."""
+"""Scoped thread counts for torch and numba: set for one block, always restored.
+
+:func:`torch_threads` scopes torch's intra-op threads and :func:`numba_threads` numba's
+parallel threads; neither changes a setting process-wide. torch and numba are imported on
+first use, so importing this module stays cheap.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,34 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from numbers import Integral
 
-import numba
+from dgpbench._validation import check_int
+
+__all__ = ["numba_threads", "resolve_n_jobs", "set_torch_threads", "torch_threads"]
+
+
+def set_torch_threads(n: int | None) -> int:
+    """Set torch's intra-op thread count (None: leave it) and return the previous value.
+
+    Prefer :func:`torch_threads`, which restores the old value afterwards.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(check_int(n, "threads"))
+    return previous
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Context manager: run the body with ``n`` torch threads, then restore the old count."""
+    import torch
+
+    previous = set_torch_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def resolve_n_jobs(n_jobs: int | None) -> int:
@@ -22,6 +54,8 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     ValueError
         If ``n_jobs`` is 0 or not an integer.
     """
+    import numba
+
     available = int(numba.config.NUMBA_NUM_THREADS)
     if n_jobs is None:
         return int(numba.get_num_threads())
@@ -35,6 +69,8 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
 @contextmanager
 def numba_threads(n_jobs: int | None) -> Iterator[int]:
     """Run the block with ``resolve_n_jobs(n_jobs)`` numba threads, then restore the setting."""
+    import numba
+
     n = resolve_n_jobs(n_jobs)
     previous = numba.get_num_threads()
     numba.set_num_threads(n)

@@ -1,12 +1,12 @@
-"""What every ``dgpbench analysis`` target shares: its inputs, tables and figure canvas.
+"""What the analyses share: reading earlier tables, writing tables, the figure canvas.
 
-Each analysis module holds its computation, its figure and its ``dgpbench analysis`` target;
-this module holds the pieces they have in common (no analysis of its own).
+Each analysis module holds its computation and its figure (its ``dgpbench analysis`` target
+lives in :mod:`dgpbench.cli`); this module holds the pieces they have in common (no analysis
+of its own).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import warnings
@@ -24,14 +24,6 @@ from dgpbench.tables import column_tuples, tex_escape, to_latex, to_markdown
 # --------------------------------------------------------------------------------------------
 # inputs
 # --------------------------------------------------------------------------------------------
-
-
-def out_dir_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out-dir", required=True, help="folder for the target's outputs")
-
-
-def checkpoints_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoints", nargs="+", required=True, help="final model checkpoints")
 
 
 def read_table(path: str, what: str, needed: Sequence[str] = ()) -> pd.DataFrame:
