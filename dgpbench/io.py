@@ -92,7 +92,8 @@ def save_npz(path: str | os.PathLike, **arrays: Any) -> None:
 
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Load every array of an ``.npz`` into memory, with a clear error for a bad file (see
-    :mod:`dgpbench.npz` for the size limit)."""
+    :mod:`dgpbench.npz` for the size limit).
+    """
     from dgpbench.npz import open_npz
 
     with open_npz(path) as f:  # sizes checked first; any failure names the file and array

@@ -96,7 +96,8 @@ def state_array(
     value: Any, name: str, *, kinds: str = "f", ndim: int | None = None, finite: bool = True
 ) -> np.ndarray:
     """``value`` if it is an array of a dtype kind in ``kinds``, with ``ndim`` dimensions
-    and (for floats, when ``finite``) no NaN or infinite value; else :class:`StateError`."""
+    and (for floats, when ``finite``) no NaN or infinite value; else :class:`StateError`.
+    """
     if not isinstance(value, np.ndarray) or value.dtype.kind not in kinds:
         dtype = getattr(value, "dtype", type(value).__name__)
         raise StateError(f"{name} has dtype {dtype}, expected kind {kinds!r}")

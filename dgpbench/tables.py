@@ -79,9 +79,9 @@ def to_latex(
     fmt: Callable[[Any], str] = cell_text,
     row_label: Callable[[object], str] = tex_escape,
 ) -> str:
-    """A booktabs table; repeated upper column levels are merged with \\multicolumn.
+    r"""A booktabs table; repeated upper column levels are merged with \multicolumn.
 
-    Cells are LaTeX as ``fmt`` writes them (e.g. ``\\textbf{75.0}``); column headers and
+    Cells are LaTeX as ``fmt`` writes them (e.g. ``\textbf{75.0}``); column headers and
     index names are escaped, row labels rendered by ``row_label`` (default: escaped).
     ``caption`` is inserted as given (escape it with :func:`tex_escape` if it is plain text).
     """

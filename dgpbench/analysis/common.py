@@ -71,7 +71,7 @@ def write_table(
     label: str | None = None,
     row_label: Callable[[object], str] = tex_escape,
 ) -> list[Path]:
-    """Write a table as ``<stem>.csv``, ``<stem>.md`` and, with ``label``, ``<stem>.tex``.
+    r"""Write a table as ``<stem>.csv``, ``<stem>.md`` and, with ``label``, ``<stem>.tex``.
 
     Parameters
     ----------
@@ -85,7 +85,7 @@ def write_table(
     digits : int, default=2
         Decimals of float cells in Markdown and LaTeX (the CSV keeps 6 significant digits).
     caption, label : str, optional
-        LaTeX caption and ``\\label``; no ``.tex`` file without a label.
+        LaTeX caption and ``\label``; no ``.tex`` file without a label.
     row_label : callable, default=escape
         Renders row labels in LaTeX (e.g. math for ``Δ_epoch(NP, val)``).
 

@@ -131,6 +131,7 @@ class CurveRecorder:
         self.rows: list[dict[str, Any]] = []
 
     def __call__(self, epoch: float, model: nn.Module, row: dict[str, Any]) -> None:
+        """Record the curves' values of ``model`` at ``epoch`` beside the training ``row``."""
         values = _row(model, self.p, self.x_test, self.y_test, self.dgp)
         self.rows.append(
             {

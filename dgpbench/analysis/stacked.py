@@ -132,6 +132,7 @@ class StackedCurveRecorder:
         self.rows: list[list[dict[str, Any]]] = [[] for _ in self.infos]
 
     def __call__(self, epoch: float, model: Any, rows: Sequence[dict[str, Any]]) -> None:
+        """Record every seed's values at ``epoch`` beside its training row in ``rows``."""
         if self.skip_initial and epoch == 0:
             return
         if model.n_models != len(self.infos) or len(rows) != len(self.infos):

@@ -161,7 +161,8 @@ def linear_fit(x, y) -> tuple[float, float, float]:
 
 def _squared_correlation(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     """R² of the least-squares line ``y ~ x`` (the squared Pearson correlation), along
-    ``axis`` (vectorised for :func:`scipy.stats.bootstrap`)."""
+    ``axis`` (vectorised for :func:`scipy.stats.bootstrap`).
+    """
     xc = x - x.mean(axis=axis, keepdims=True)
     yc = y - y.mean(axis=axis, keepdims=True)
     sxy = (xc * yc).sum(axis=axis)
@@ -351,7 +352,8 @@ def table_epochs(epochs: Sequence[float]) -> list[float]:
 
 def r2_by_epoch_table(r2: pd.DataFrame, epochs: Sequence[float] | None = None) -> pd.DataFrame:
     """Wide R² (x100) by epoch: rows dataset, activation, hidden layers, width; columns the
-    ``epochs`` (default :func:`table_epochs`)."""
+    ``epochs`` (default :func:`table_epochs`).
+    """
     epochs = table_epochs(r2["epoch"]) if epochs is None else [float(e) for e in epochs]
     sub = r2[r2["epoch"].astype(float).isin(epochs)]
     sub = sub.assign(
@@ -375,7 +377,8 @@ def plot_r2_by_epoch(
 ) -> list[Path]:
     """R² (%) of NP ~ log-variance against the epoch, one panel per data set, activation and
     depth, one line per width (and, with ``paper``, the published value at the last epoch
-    as a marker: ``dataset, activation, n_layers, hidden, r2_pct``)."""
+    as a marker: ``dataset, activation, n_layers, hidden, r2_pct``).
+    """
     import seaborn as sns
 
     require_columns(r2, [*R2_BY, "epoch", "r2_pct"], "R² by epoch")

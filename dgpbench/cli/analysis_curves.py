@@ -68,7 +68,8 @@ def _architecture(args: argparse.Namespace, x: Any) -> Any:
 
 def _train_config(args: argparse.Namespace, **overrides: Any) -> Any:
     """The ``TrainConfig`` of :func:`_optimiser_args`' options, ``--checkpoints-per-epoch``
-    and ``--threads`` (``overrides``: e.g. the model seed)."""
+    and ``--threads`` (``overrides``: e.g. the model seed).
+    """
     from dgpbench.models.train import analysis_config
 
     return analysis_config(

@@ -64,7 +64,7 @@ def _where(frame: pd.DataFrame, conditions: Sequence[str]) -> pd.DataFrame:
 
 
 def _delta_tex(label: object) -> str:
-    """``Δ_epoch(NP, val)`` -> ``$\\Delta_{\\text{epoch}}$(NP, val)``."""
+    r"""``Δ_epoch(NP, val)`` -> ``$\Delta_{\text{epoch}}$(NP, val)``."""
     name, _, rest = str(label).partition("(")
     sub = name.removeprefix("Δ_")
     return rf"$\Delta_{{\text{{{sub}}}}}$(" + tex_escape(rest) if rest else tex_escape(label)

@@ -1,6 +1,7 @@
 """What the step modules share in reading their input: argparse types (a bad value is a
 usage error, exit 2, naming the option, raised before any work starts), ``--tag key=value``
-columns, and the check that an input file holds the arrays a step needs."""
+columns, and the check that an input file holds the arrays a step needs.
+"""
 
 from __future__ import annotations
 

@@ -80,7 +80,8 @@ def schema_error(config: Mapping[str, Any], schema: str | os.PathLike[str]) -> s
 
 def _valid_names(schema: Any) -> list[str]:
     """The names a string schema accepts: its enums, and ``^(a|b|npz:.+)$`` patterns'
-    alternatives (a pattern for custom names as its form, e.g. ``package.module:ClassName``)."""
+    alternatives (a pattern for custom names as its form, e.g. ``package.module:ClassName``).
+    """
     import re
 
     if not isinstance(schema, Mapping):

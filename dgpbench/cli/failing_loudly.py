@@ -415,7 +415,8 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
 
 class _Pools(Mapping):
     """(shift, fraction) -> features of one run's test pool, built when asked for (a pool of
-    10000 pixel rows is 31 MB: never hold all 31 at once)."""
+    10000 pixel rows is 31 MB: never hold all 31 at once).
+    """
 
     def __init__(self, feats: dict[str, np.ndarray], run: int, calibration: bool) -> None:
         from dgpbench.failing_loudly.grid import CALIBRATION

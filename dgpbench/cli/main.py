@@ -25,7 +25,8 @@ log = logging.getLogger("dgpbench")
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Every option's help ends with its default, unless there is none to show (``None``,
-    ``False``, an empty list, a required option) or the help names it already."""
+    ``False``, an empty list, a required option) or the help names it already.
+    """
 
     def _get_help_string(self, action: argparse.Action) -> str:
         help_ = action.help or ""
@@ -134,7 +135,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 class _ClosedStream:
     """Stands in for a standard stream the process was started without (``>&-``): Python
-    sets ``sys.stdout`` to None and ``print`` then drops the output without a word."""
+    sets ``sys.stdout`` to None and ``print`` then drops the output without a word.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -166,7 +168,8 @@ def _describe(exc: BaseException) -> str:
 
 def _flush_stdout() -> None:
     """Flush stdout now, so a closed or broken pipe is reported as a failure (exit 2)
-    instead of surfacing at interpreter exit."""
+    instead of surfacing at interpreter exit.
+    """
     try:
         sys.stdout.flush()
     except (OSError, ValueError):

@@ -317,7 +317,8 @@ def score_record(
 
 def _correct_across(records: list[tuple[dict, Any]], correction: str) -> None:
     """Decide every batch again at a family-wise (Bonferroni) or false-discovery (BH) level
-    over the batches' p-values, each compared at its own test's alpha."""
+    over the batches' p-values, each compared at its own test's alpha.
+    """
     import numpy as np
 
     from dgpbench.detectors.ks_test import apply_correction
@@ -373,7 +374,8 @@ def _print_record(record: dict, result: Any, fitted: FittedDetector, as_json: bo
 
 def _feature_table(rows: list[dict[str, Any]]) -> str:
     """The per-feature rows as a text table, right-aligned (pandas' layout; pandas itself
-    would add a fifth of the command's start-up)."""
+    would add a fifth of the command's start-up).
+    """
     columns = list(rows[0])
     cells = [[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()] for row in rows]
     widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(columns)]
@@ -402,7 +404,8 @@ def _sha256(path: Any) -> str | None:
 
 def _provenance(args: argparse.Namespace, fitted: FittedDetector) -> dict[str, Any]:
     """What produced a record: dgpbench version, model and detector files with their SHA-256
-    (of the file's bytes; None for a factory), and the time (UTC, ISO 8601)."""
+    (of the file's bytes; None for a factory), and the time (UTC, ISO 8601).
+    """
     import datetime
 
     from dgpbench import __version__

@@ -235,7 +235,8 @@ def _features_args(p: argparse.ArgumentParser) -> None:
 
 def _check_scale(x: np.ndarray, where: str) -> None:
     """The scale rule of ``score`` and ``fit`` (:func:`dgpbench.data.datasets.load_npz_images`):
-    uint8 pixels are 0-255, any other images must lie in [0, 1]."""
+    uint8 pixels are 0-255, any other images must lie in [0, 1].
+    """
     if x.dtype == np.uint8 or x.size == 0 or not np.issubdtype(x.dtype, np.number):
         return
     lo, hi = float(np.min(x)), float(np.max(x))

@@ -52,7 +52,8 @@ def _directory(snakemake_args: list[str]) -> Path:
 
 def _has_snakefile(snakemake_args: list[str]) -> bool:
     """Whether Snakemake will find a Snakefile: ``--snakefile``/``-s`` given, or one of the
-    places it looks in the current directory."""
+    places it looks in the current directory.
+    """
     if any(a in ("--snakefile", "-s") or a.startswith("--snakefile=") for a in snakemake_args):
         return True
     names = ("Snakefile", "snakefile", "workflow/Snakefile", "workflow/snakefile")
@@ -150,7 +151,8 @@ def check_stale_lock(workdir: Path, snakemake_args: list[str]) -> None:
 
 def _check_config_overrides(snakemake_args: list[str]) -> None:
     """Refuse ``--config a.b=1``: Snakemake sets only top-level keys there (and answers a
-    dotted key with a traceback)."""
+    dotted key with a traceback).
+    """
     in_config = False
     for arg in snakemake_args:
         if arg in ("--config", "-C"):

@@ -1,4 +1,4 @@
-"""Domain-classifier test ("Classif" in "Failing loudly"): can a classifier tell the batches apart?
+"""Domain-classifier test ("Classif" in "Failing loudly"): can a classifier tell batches apart.
 
 The reference and the test batch are balanced (the larger one is subsampled to the smaller
 one's size), each is split in two halves at random, a classifier learns "reference (0) vs

@@ -158,7 +158,8 @@ def _subsets(rng: np.random.Generator, N: int, n: int, B: int, block: int):
 
 def _all_subsets(N: int, n: int, block: int):
     """Yield every reference subset of ``n`` of ``N`` pooled rows, in blocks (int arrays
-    (b, n)), in lexicographic order: the first is ``0..n-1``, the observed split."""
+    (b, n)), in lexicographic order: the first is ``0..n-1``, the observed split.
+    """
     from itertools import combinations, islice
 
     splits = combinations(range(N), n)

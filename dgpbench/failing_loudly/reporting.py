@@ -184,7 +184,8 @@ def protocol_of(records: pd.DataFrame) -> str:
 
 def _carry_forward(records: pd.DataFrame) -> pd.DataFrame:
     """Rabanser et al.'s summary script: a shift whose pool is too small for the largest
-    ``n`` (only-zero, ~1000 images) enters that ``n`` with its largest ``n``'s draws."""
+    ``n`` (only-zero, ~1000 images) enters that ``n`` with its largest ``n``'s draws.
+    """
     out = [records]
     for _, group in records.groupby(["dataset", "method", "shift"], sort=False):
         largest = group["n"].max()
@@ -204,7 +205,8 @@ def accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
 
 def pooled_accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
     """Table 1a pooled over the data sets, as Rabanser et al.'s (MNIST with CIFAR-10):
-    accuracy per (dimension, row, n); the units are the (data set, run) pairs."""
+    accuracy per (dimension, row, n); the units are the (data set, run) pairs.
+    """
     rec = _carry_forward(_shifted(with_rows(records)))
     return proportion_cells(rec, ["dimension", "row", "n"])
 
@@ -215,7 +217,8 @@ RABANSER_TABLE1B: tuple[str, ...] = ("bbsds+ks", "uae+mmd")
 
 def rabanser_table1b(records: pd.DataFrame) -> pd.DataFrame:
     """Table 1b as theirs: accuracy of BBSDs + KS and UAE + MMD per (dataset, shift, row, n),
-    pooled over fractions and draws (one row per model family for BBSDs)."""
+    pooled over fractions and draws (one row per model family for BBSDs).
+    """
     rec = with_rows(_shifted(records))
     rec = rec[rec["method"].isin(RABANSER_TABLE1B)]
     if rec.empty:
@@ -225,7 +228,8 @@ def rabanser_table1b(records: pd.DataFrame) -> pd.DataFrame:
 
 def best_table(records: pd.DataFrame) -> pd.DataFrame:
     """Table 1b: per (dataset, shift), the best univariate and multivariate rows and the
-    topological rows' accuracy and rank (1 = best) among all rows."""
+    topological rows' accuracy and rank (1 = best) among all rows.
+    """
     rec = with_rows(_shifted(records))
     cells = proportion_cells(rec, ["dataset", "shift", "dimension", "row"])
     out = []
@@ -254,7 +258,8 @@ def best_table(records: pd.DataFrame) -> pd.DataFrame:
 def false_positive_table(records: pd.DataFrame, alpha: float) -> pd.DataFrame:
     """False-positive rate per (dataset, row, n) of the calibration draws, intervals over the
     runs (hull with Clopper-Pearson's of the draws: :func:`proportion_cells`), and
-    ``above_alpha`` where the whole interval lies above ``alpha``."""
+    ``above_alpha`` where the whole interval lies above ``alpha``.
+    """
     rec = with_rows(records)
     rec = rec[rec["shift"] == CALIBRATION]
     if rec.empty:
@@ -363,7 +368,8 @@ def _inert(value: object) -> object:
 
 def _inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every text cell, index entry and column name made inert (tags such as
-    ``--tag dataset==HYPERLINK(...)`` reach the tables as labels)."""
+    ``--tag dataset==HYPERLINK(...)`` reach the tables as labels).
+    """
     out = frame.copy()
     for col in out.columns:
         if _texty(out[col]):

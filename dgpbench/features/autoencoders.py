@@ -212,7 +212,8 @@ def _image_shape(X: Any, given: Any) -> tuple[int, int, int]:
 
 class _Autoencoder(TransformerMixin, BaseEstimator):
     """Shared: image handling, the encoder's forward pass in chunks (``batch_size``,
-    ``device``)."""
+    ``device``).
+    """
 
     _prefix: ClassVar[str] = "ae"
     _parameter_constraints: ClassVar[dict] = {

@@ -66,7 +66,8 @@ HEAD_CONSTRAINT: list = [list, tuple, None]
 
 class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
     """Shared machinery: parameters, input checks, class means (the network side is
-    :class:`~dgpbench.features.network.NetworkFeatures`)."""
+    :class:`~dgpbench.features.network.NetworkFeatures`).
+    """
 
     _parameter_constraints: ClassVar[dict] = {
         **WORKFLOW_CONSTRAINTS,
@@ -148,7 +149,8 @@ class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
     def _warn_missing_classes(self, *, labelled: bool) -> None:
         """Warn when the references leave out some of the model's classes: those get no
         class mean, so the features have fewer distance columns than the model has outputs.
-        Refuse integer labels the model cannot output."""
+        Refuse integer labels the model cannot output.
+        """
         if self.classes_.dtype.kind not in "iu":
             return
         n_out = self.graph_.n_outputs
@@ -202,7 +204,8 @@ class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
 class _HeadFeatures(_MLPFeatures):
     """Shared by the transformers that read the network's trailing MLP layer by layer (TU,
     MAGDiff, DGP and its approximation): the ``head`` that names it in a network with its
-    own ``forward``."""
+    own ``forward``.
+    """
 
     _parameter_constraints: ClassVar[dict] = {
         **_MLPFeatures._parameter_constraints,
@@ -233,7 +236,8 @@ class _HeadFeatures(_MLPFeatures):
 
 class _SummaryFeatures(_HeadFeatures):
     """Shared by DGP and its approximation: a raw representation read off the summary
-    matrix S(x) by ``_summary`` (``dgp_representation``'s signature), with its options."""
+    matrix S(x) by ``_summary`` (``dgp_representation``'s signature), with its options.
+    """
 
     _summary: ClassVar[Callable[..., np.ndarray]]
     _parameter_constraints: ClassVar[dict] = {

@@ -95,7 +95,8 @@ def _expects_channels(module: Any) -> bool:
     """Whether a body holds a layer that needs ``(N, C, H, W)`` (a 2-D convolution, pooling
     or norm) anywhere, so that ``(N, H, W)`` images get their channel axis. Anywhere, not
     only first: a ``Sequential(Normalize(), Conv2d(...))`` or a network with its own
-    ``forward`` starts with something else."""
+    ``forward`` starts with something else.
+    """
     from torch import nn
 
     spatial = (
@@ -114,7 +115,8 @@ def _expects_channels(module: Any) -> bool:
 
 def _logits_kind(network: Any, X: np.ndarray) -> tuple[str, int]:
     """What ``network`` returns on ``X`` (logits, ``log_softmax`` or ``softmax``) and how
-    many classes."""
+    many classes.
+    """
     import torch
 
     from dgpbench.models.body_head import output_kind
@@ -180,7 +182,8 @@ class NetworkFeatures:
 
     def _require_fitted(self, attribute: str) -> None:
         """Raise unless ``attribute`` is set (the estimator raises scikit-learn's
-        ``NotFittedError``)."""
+        ``NotFittedError``).
+        """
         if not hasattr(self, attribute):
             raise AttributeError(f"{type(self).__name__} is not fitted: no {attribute}")
 
@@ -189,7 +192,8 @@ class NetworkFeatures:
         does for a fitted transformer (``reset=False``, no ``y``): convertible to float32
         (numeric strings are, as there; complex numbers are not), 2-D, at least one row and
         column, finite, ``n_features_in_`` columns. The estimator overrides this with
-        scikit-learn's own."""
+        scikit-learn's own.
+        """
         if reset or not (isinstance(y, str) and y == "no_validation"):
             raise NotImplementedError("fitting needs the scikit-learn estimator")
         array = as_real_array(X, np.float32)
@@ -217,7 +221,8 @@ class NetworkFeatures:
 
     def _validate_input(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
         """Flatten images, validate ``X`` (and ``y`` unless ``"no_validation"``, scikit-learn's
-        convention), run the model's body if it has one, and check the MLP's input size."""
+        convention), run the model's body if it has one, and check the MLP's input size.
+        """
         if not reset:
             self._check_split()
         shape = getattr(X, "shape", None)
@@ -333,7 +338,8 @@ class NetworkFeatures:
 
     def _check_split(self) -> None:
         """Rebuild a recorded split that a detector file's loader left out (``graph_`` None:
-        the network whole in ``body_``), and refuse one it replaced by another."""
+        the network whole in ``body_``), and refuse one it replaced by another.
+        """
         if getattr(self, "output_", None) is None:
             return  # split by its layers: the loader splits it the same way
         from dgpbench.models.body_head import HeadInput, NetworkLogits
@@ -375,7 +381,8 @@ class NetworkFeatures:
 
     def transform(self, X: Any) -> np.ndarray:
         """The features of every image (the estimators document it: ``SoftmaxFeatures``,
-        ``DGPFeatures``, ...)."""
+        ``DGPFeatures``, ...).
+        """
         self._require_fitted("class_means_")
         X = self._validate_input(X, reset=False)
         blocks = self._raw_blocks(X)
@@ -577,7 +584,8 @@ class NetworkFeatures:
 
     def _set_split_state(self, split: Any) -> None:
         """Set a recorded head split (``head_``, ``head_activations_``, ``output_``,
-        ``n_outputs_``) after checking every field's type and value."""
+        ``n_outputs_``) after checking every field's type and value.
+        """
         from dgpbench.models.body_head import OUTPUT_KINDS
         from dgpbench.state import StateError, state_int
 
@@ -610,7 +618,8 @@ class NetworkFeatures:
 
 class SoftmaxOutput(NetworkFeatures):
     """The softmax of the network's logits as the raw representation (BBSD): one block of
-    ``n_outputs`` columns, float64. Any network: its output is used whole."""
+    ``n_outputs`` columns, float64. Any network: its output is used whole.
+    """
 
     _prefix: ClassVar[str] = "softmax"
     _needs_head: ClassVar[bool] = False  # the logits only: any network, its output used whole

@@ -120,7 +120,8 @@ def load_method_class(spec: str) -> type:
 
 def _accepted(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The entries of ``params`` that ``cls``'s constructor names (all, if it takes
-    ``**kwargs``)."""
+    ``**kwargs``).
+    """
     accepted = inspect.signature(cls).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
         return dict(params)

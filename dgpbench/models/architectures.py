@@ -211,9 +211,11 @@ class ImageReshape(nn.Module):
         self.shape = tuple(int(s) for s in shape)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Each row of ``x`` reshaped to :attr:`shape`."""
         return x.reshape(x.shape[0], *self.shape)
 
     def extra_repr(self) -> str:
+        """The target shape, shown in the module's ``repr``."""
         return f"shape={self.shape}"
 
 

@@ -348,6 +348,7 @@ class HeadInput(nn.Module):
         self.layer = layer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The input ``layer`` receives when the network runs on ``x``."""
         captured: list[torch.Tensor] = []
 
         def stop(module: nn.Module, args: tuple) -> None:
@@ -381,6 +382,7 @@ class NetworkLogits(nn.Module):
         self.output = output
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The network's logits (up to a per-row constant) for ``x``."""
         out = self.network(x)
         if self.output == "softmax":
             out = torch.log(out.clamp_min(torch.finfo(out.dtype).tiny))

@@ -151,7 +151,8 @@ def model_checksum(module: Any) -> str:
 
 def update_state_digest(digest: Any, module: Any, tag: str) -> None:
     """Feed ``module``'s state (every tensor's name, dtype, shape and bytes, in sorted key
-    order) into the hashlib ``digest``, each entry prefixed with ``tag``."""
+    order) into the hashlib ``digest``, each entry prefixed with ``tag``.
+    """
     state = module.state_dict()
     for key in sorted(state):
         tensor = state[key].detach().cpu().contiguous()

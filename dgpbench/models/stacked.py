@@ -267,7 +267,8 @@ class StackedMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(S, B, n_classes)`` of inputs ``(S, B, n_inputs)`` (one batch per model)
-        or ``(B, n_inputs)`` (the same batch for every model)."""
+        or ``(B, n_inputs)`` (the same batch for every model).
+        """
         if x.ndim == 2:
             x = x.expand(self.n_models, *x.shape)
         # Without autograd, the activation overwrites the tensor the layer before made (never
@@ -310,7 +311,8 @@ def _seed_model(arch: ArchConfig, init: int, drop: int) -> tuple[nn.Sequential, 
     """A seed's initial network and the generator of its dropout masks, as ``train_mlp``
     makes them: it seeds the global generator with the dropout stream, then builds the
     network (``nn.Linear``'s default initialisation draws from the global generator before
-    the seeded one overwrites it), then draws every mask from where that left it."""
+    the seeded one overwrites it), then draws every mask from where that left it.
+    """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(drop)
         net = arch.build(generator=torch.Generator().manual_seed(init))

@@ -378,7 +378,8 @@ def _metrics_row(
 
 def _stored_metrics(row: dict[str, Any]) -> dict[str, Any]:
     """A metrics row as a checkpoint stores it: without the wall-clock ``seconds`` (kept in
-    ``metrics.csv``), so that the same configuration gives byte-identical checkpoints."""
+    ``metrics.csv``), so that the same configuration gives byte-identical checkpoints.
+    """
     return {k: v for k, v in row.items() if k != "seconds"}
 
 

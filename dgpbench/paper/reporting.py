@@ -58,7 +58,8 @@ def _of_kind(records: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 def paper_records(records: pd.DataFrame) -> pd.DataFrame:
     """The records of the paper's setting: MLPs, the paper's four corruptions and the
-    calibration runs (CNNs and the shifts beyond the paper left out)."""
+    calibration runs (CNNs and the shifts beyond the paper left out).
+    """
     rec = _of_kind(records, "mlp")
     return rec[rec["corruption"].isin([*CORRUPTION_ORDER, "none"])]
 
@@ -139,7 +140,8 @@ def write_table(
     label: str,
 ) -> None:
     """Write ``<stem>.csv`` (long form with intervals), ``<stem>.md``, ``<stem>.tex`` and
-    ``<stem>.html`` (the paper's layout, bold best and stars: the report shows it)."""
+    ``<stem>.html`` (the paper's layout, bold best and stars: the report shows it).
+    """
     stem = Path(out_stem)
     keep = [
         c
@@ -176,7 +178,8 @@ def write_table(
 
 def write_empty_table(out_stem: str | os.PathLike, *, title: str, note: str) -> None:
     """Write the files of a table that has no data in this configuration, saying why
-    (:func:`dgpbench.labels.not_computed`; the workflow's report leaves such tables out)."""
+    (:func:`dgpbench.labels.not_computed`; the workflow's report leaves such tables out).
+    """
     import html
 
     stem = Path(out_stem)
@@ -524,7 +527,8 @@ def beyond_tables(
     """The tables beyond the paper, in Table 1's layout (rows n x method, columns data set x
     shift): ``table_beyond_shifts`` (MLPs under RO, ZO, TR, SH and KO), ``table_cnn`` (CNNs
     under every configured shift) and ``table_cnn_calibration``. A table without data in this
-    configuration is written with a note saying so."""
+    configuration is written with a note saying so.
+    """
     out = Path(out_dir)
     mlp = shift_records(_of_kind(records, "mlp"))
     specs = {

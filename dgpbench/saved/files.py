@@ -190,7 +190,8 @@ def _params(est: Any) -> dict[str, Any]:
 
 def _dump(est: Any, role: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """An estimator's JSON spec (registry name, parameters, state) and its arrays, named
-    ``<role>/<name>`` (its own ``get_state``)."""
+    ``<role>/<name>`` (its own ``get_state``).
+    """
     from sklearn.utils.validation import check_is_fitted
 
     name = _registry_name(est, role)
@@ -247,7 +248,8 @@ def _build(
     classes: Callable[[str], type] = _class,
 ) -> Any:
     """Rebuild one estimator from its JSON spec: registry class (or the class ``classes``
-    gives for its registry name), checked parameters, state."""
+    gives for its registry name), checked parameters, state.
+    """
     name = _spec_class(spec, role)
     cls = classes(name)
     params = spec["params"]
@@ -390,7 +392,8 @@ def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any]
 def detector_classes(path: str | os.PathLike[str]) -> tuple[str | None, str] | None:
     """The registry names of a detector file's transformer and detector, or None when the
     file cannot be read as one (then :func:`load_detector` says why). Nothing is imported
-    or loaded but the file's JSON header."""
+    or loaded but the file's JSON header.
+    """
     from dgpbench.npz import open_npz
 
     try:

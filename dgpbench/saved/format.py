@@ -53,7 +53,8 @@ def json_value(value: Any) -> bool:
 
 class RoleArrays(Mapping):
     """The arrays of one role (``features`` or ``detector``) of an open file, by their
-    names within the role, read on demand; every name read is added to ``used``."""
+    names within the role, read on demand; every name read is added to ``used``.
+    """
 
     def __init__(self, role: str, store: Any, used: set[str]) -> None:
         self._role = role

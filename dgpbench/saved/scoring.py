@@ -43,7 +43,8 @@ __all__ = ["RestoredKS", "RestoredSoftmax", "load_scorer"]
 class _Restored:
     """The part of scikit-learn's estimator protocol that :mod:`dgpbench.saved` uses:
     ``get_params``, ``set_params`` and ``_validate_params`` over ``_defaults``, with the
-    checks built from the estimator's own parameter rules (:mod:`dgpbench.parameters`)."""
+    checks built from the estimator's own parameter rules (:mod:`dgpbench.parameters`).
+    """
 
     _name: ClassVar[str]  # the registry name (and the estimator's class name)
     _defaults: ClassVar[dict[str, Any]]
@@ -77,7 +78,8 @@ def _checked_sample(
     X: Any, name: str, *, minimum: int, n_features: int | None = None
 ) -> np.ndarray:
     """A sample as ``validate_data(dtype=[float64, float32], ensure_min_samples=minimum)``
-    accepts it: real numbers, 2-D, ``minimum`` rows, a column, finite (float32 kept)."""
+    accepts it: real numbers, 2-D, ``minimum`` rows, a column, finite (float32 kept).
+    """
     array = np.asarray(X)
     if array.dtype not in (np.float64, np.float32):
         array = as_real_array(array, np.float64)
@@ -99,7 +101,8 @@ def _checked_sample(
 
 class RestoredKS(_Restored, ReferenceState):
     """A saved :class:`~dgpbench.KSShiftDetector`, refitted on its reference sample; ``test``
-    gives the estimator's :class:`~dgpbench.detectors.KSTestResult`."""
+    gives the estimator's :class:`~dgpbench.detectors.KSTestResult`.
+    """
 
     _name = "KSShiftDetector"
     _defaults: ClassVar[dict[str, Any]] = {"alpha": 0.05, "correction": "bonferroni"}
@@ -119,7 +122,8 @@ class RestoredKS(_Restored, ReferenceState):
 
 class RestoredSoftmax(_Restored, SoftmaxOutput):
     """A saved :class:`~dgpbench.SoftmaxFeatures`: its network, split and class means;
-    ``transform`` and ``get_feature_names_out`` run the estimator's code."""
+    ``transform`` and ``get_feature_names_out`` run the estimator's code.
+    """
 
     _name = "SoftmaxFeatures"
     _defaults: ClassVar[dict[str, Any]] = {

@@ -377,7 +377,8 @@ def _dgp_batch(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out)
 def _dgp_batch_unsorted(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out):
     """``_dgp_batch`` with the MST weights of S(x) in node order, not sorted (the ablation
     "DGP (- sort)"): a separate entry point keeps ``_dgp_batch``'s signature, which
-    ``dgpbench.topology.activation._summary_rows`` shares with ``_dgp_approx_batch``."""
+    ``dgpbench.topology.activation._summary_rows`` shares with ``_dgp_approx_batch``.
+    """
     for q in prange(A.shape[0]):
         _dgp_one(
             A[q], a_off, WT, w_off, sizes, wmax, wmin, mu[q], s[q], scale_by_max, False, out[q]
@@ -387,7 +388,8 @@ def _dgp_batch_unsorted(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_
 @njit(cache=True, parallel=True)
 def _dgp_approx_batch(A, a_off, WT, w_off, sizes, wmax, wmin, mu, s, scale_by_max, out):
     """Row maxima then column maxima of S(x) per sample into ``out`` (N, n0 + n_out): the
-    DGP authors' ``dgp_approximate``, with ``_dgp_batch``'s signature."""
+    DGP authors' ``dgp_approximate``, with ``_dgp_batch``'s signature.
+    """
     n0 = sizes[0]
     n_out = sizes[sizes.shape[0] - 1]
     for q in prange(A.shape[0]):

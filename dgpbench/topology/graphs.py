@@ -151,7 +151,8 @@ def parse_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
 
 def _check_forward(module: nn.Module, base: type[nn.Module], where: str) -> None:
     """Refuse a subclass that overrides ``forward``: the graph is read from the layers alone,
-    so its own computation would be silently ignored."""
+    so its own computation would be silently ignored.
+    """
     if type(module).forward is not base.forward:
         raise TypeError(
             f"{where} ({type(module).__name__}) overrides {base.__name__}.forward; dgpbench "

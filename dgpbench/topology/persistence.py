@@ -116,13 +116,13 @@ MATCHINGS = ("mutual", "argmax")
 def np_bounds(
     W: Any, p: float = 2, normalize: bool = False, matching: str = "mutual"
 ) -> tuple[float, float]:
-    """Lower and upper bounds ``(L, U)`` on ``NP_p(W)`` from Theorem 3.4.
+    r"""Lower and upper bounds ``(L, U)`` on ``NP_p(W)`` from Theorem 3.4.
 
     With ``Phi_b = (1 - max_a W[a, b])^p`` (columns) and ``Psi_a = (1 - max_b W[a, b])^p``
     (rows)::
 
         L = (sum_b Phi_b + sum_a Psi_a)^(1/p)
-        U = (|B \\ B_notA| + sum_{b in B_notA} Phi_b + sum_a Psi_a)^(1/p)
+        U = (|B \ B_notA| + sum_{b in B_notA} Phi_b + sum_a Psi_a)^(1/p)
 
     ``B_notA`` (the columns whose maximum is counted with its own value) has two readings
     in the paper, chosen by ``matching``:

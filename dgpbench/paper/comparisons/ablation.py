@@ -1,5 +1,6 @@
 """Table 2 and the appendix's full ablation: detection ratios of TU, TU (+ norm), DGP (- norm)
-and DGP on MNIST, published vs reproduced from the run's bootstrap records."""
+and DGP on MNIST, published vs reproduced from the run's bootstrap records.
+"""
 
 from __future__ import annotations
 

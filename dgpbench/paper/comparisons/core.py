@@ -313,7 +313,8 @@ def best_agrees(
     cells: pd.DataFrame, by: Sequence[str], among: str = "method", decimals: int = 2
 ) -> dict[str, float]:
     """Share of ``by`` groups (with two or more entries) whose best ``among`` agrees: the
-    sets attaining the group's maximum (rounded to ``decimals``) share a member."""
+    sets attaining the group's maximum (rounded to ``decimals``) share a member.
+    """
     agree = []
     for _, g in cells.groupby(list(by), sort=False):
         if len(g) < 2:

@@ -24,7 +24,7 @@ SIGN_ALPHA = 0.05  # level of the sign test over a group's cells
 
 
 def sign_test(diff: Any, *, alpha: float = SIGN_ALPHA) -> dict[str, float]:
-    """Exact two-sided sign test: are a group's cells above and below the paper at random?
+    """Exact two-sided sign test of whether a group's cells lie above and below the paper at random.
 
     A 2-point tolerance judges each cell alone; 12 of 12 cells below the paper are not noise
     (p = 2 x 2^-12) however many of them lie within it. Under the null each non-tied cell is
@@ -65,7 +65,8 @@ def sign_test(diff: Any, *, alpha: float = SIGN_ALPHA) -> dict[str, float]:
 def paper_in_interval(cells: pd.DataFrame) -> dict[str, float]:
     """Share of cells whose published R² lies in the run's 95% bootstrap interval over its
     runs (NaN where the run has no intervals), and the sign test over the cells
-    (:func:`sign_test`)."""
+    (:func:`sign_test`).
+    """
     signs = sign_test(cells["diff"] if "diff" in cells else [])
     if cells.empty or "ci_low" not in cells or cells["ci_low"].isna().all():
         return {"share_paper_in_ci": np.nan, **signs}

@@ -142,7 +142,7 @@ def load_published_table(path: str | os.PathLike | None = None) -> pd.DataFrame:
 
 
 def reproduced_cells(records: pd.DataFrame, deltas: Iterable[float] | None = None) -> pd.DataFrame:
-    """This run's Table 1 cells (percent, Wilson interval), labelled as in the paper.
+    """The run's Table 1 cells (percent, Wilson interval), labelled as in the paper.
 
     Parameters
     ----------
@@ -394,7 +394,8 @@ def write_comparison(
 
 def _check_overlap(published: pd.DataFrame, cells: pd.DataFrame, source: str) -> None:
     """Refuse a user's published table none of whose cells this run computed (a spelling
-    that matches nothing would otherwise give an empty comparison and exit 0)."""
+    that matches nothing would otherwise give an empty comparison and exit 0).
+    """
     if cells.empty or not published.merge(cells[KEYS], on=KEYS).empty:
         return
     ours = cells.iloc[0]
