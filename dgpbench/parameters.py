@@ -5,7 +5,8 @@ scikit-learn's ``_parameter_constraints``): a :class:`Range` of numbers, a set o
 :class:`Choices` (strings), an object with some :class:`Methods`, a type (its instances),
 ``None``, or one of scikit-learn's named constraints (``"boolean"``, ``"random_state"``,
 ...); or, instead of a list, ``"no_validation"`` (not checked: a model, checked when loaded).
-Every estimator of dgpbench has its rule set here, named after it. From a rule set,
+Every estimator of dgpbench that takes parameters has its rule set here, named after it.
+From a rule set,
 
 * :func:`sklearn_constraints` builds an estimator's ``_parameter_constraints`` (scikit-learn
   imported only then), and
