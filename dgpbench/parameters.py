@@ -2,8 +2,11 @@
 
 A rule set maps a parameter name to the list of what it may be (any one suffices, as in
 scikit-learn's ``_parameter_constraints``): a :class:`Range` of numbers, a set of
-:class:`Choices` (strings), ``None``, or one of scikit-learn's named constraints
-(``"boolean"``, ``"random_state"``, ...). From a rule set,
+:class:`Choices` (strings), an object with some :class:`Methods`, a type (its instances),
+``None``, or one of scikit-learn's named constraints (``"boolean"``, ``"random_state"``,
+...); or, instead of a list, ``"no_validation"`` (not checked: a model, checked when loaded).
+Every estimator of dgpbench that takes parameters has its rule set here, named after it.
+From a rule set,
 
 * :func:`sklearn_constraints` builds an estimator's ``_parameter_constraints`` (scikit-learn
   imported only then), and
@@ -16,6 +19,7 @@ This module sits on the ground floor: it imports nothing of dgpbench but the dev
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -26,12 +30,28 @@ import numpy as np
 from dgpbench._device import DEVICE_OPTIONS
 
 __all__ = [
+    "BBSDH_RULES",
     "CHI2_RULES",
+    "CLASSIFIER_RULES",
+    "DGP_APPROX_RULES",
+    "DGP_RULES",
+    "FORWARD_RULES",
+    "HEAD_RULES",
+    "KERNEL_RULES",
     "KS_RULES",
+    "MAGDIFF_RULES",
     "MMD_RULES",
+    "NETWORK_RULES",
+    "PCA_RULES",
+    "REPRESENTATION_RULES",
     "SOFTMAX_RULES",
+    "SRP_RULES",
+    "TAE_RULES",
+    "TU_RULES",
+    "UAE_RULES",
     "WORKFLOW_RULES",
     "Choices",
+    "Methods",
     "Range",
     "light_checks",
     "sklearn_constraints",
@@ -63,12 +83,12 @@ class Range:
             return False
         if not isinstance(value, Integral) and math.isnan(value):
             return False
-        low, high, closed = self.low, self.high, self.closed
-        if low is not None and (value < low or (value == low and closed in ("right", "neither"))):
+        # an unbounded side is -inf or inf, in the range if that side is closed (scikit-learn)
+        low = -math.inf if self.low is None else self.low
+        high = math.inf if self.high is None else self.high
+        if value < low or (value == low and self.closed in ("right", "neither")):
             return False
-        return not (
-            high is not None and (value > high or (value == high and closed in ("left", "neither")))
-        )
+        return not (value > high or (value == high and self.closed in ("left", "neither")))
 
     def __str__(self) -> str:
         left = "[" if self.closed in ("left", "both") else "("
@@ -92,20 +112,127 @@ class Choices:
         return " or ".join(map(repr, self.values))
 
 
+@dataclass(frozen=True)
+class Methods:
+    """An object with these methods: scikit-learn's ``HasMethods``."""
+
+    names: tuple[str, ...]
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` has every method."""
+        return all(callable(getattr(value, name, None)) for name in self.names)
+
+    def __str__(self) -> str:
+        names = [repr(name) for name in self.names]
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        return f"an object implementing {listed}"
+
+
 #: The significance level of every test: a float in (0, 1).
 _ALPHA = [Range("float", 0, 1, "neither")]
+_POSITIVE_INT = [Range("int", 1, None, "left")]
+_POSITIVE_FLOAT = [Range("float", 0, None, "neither")]
+_BOOLEAN = ["boolean"]
+#: scikit-learn's word for a parameter it does not check (in place of the list).
+_UNCHECKED = "no_validation"
 
-#: The forward-pass parameters every representation takes (``dgpbench features``).
-WORKFLOW_RULES: dict[str, list] = {
-    "batch_size": [Range("int", 1, None, "left")],
-    # joblib's convention: -1 = all cores, -2 = all but one; 0 is meaningless
-    "n_jobs": [Range("int", 1, None, "left"), Range("int", None, -1, "right"), None],
-    "progress": ["boolean"],
+# -- pieces: the parameters that several estimators share ---------------------------------
+
+#: How a network's forward pass runs: every estimator that runs a network.
+FORWARD_RULES: dict[str, list] = {
+    "batch_size": _POSITIVE_INT,
     "device": [Choices(DEVICE_OPTIONS)],
 }
 
-#: :class:`~dgpbench.SoftmaxFeatures`' own parameter (beyond :data:`WORKFLOW_RULES`).
-SOFTMAX_RULES: dict[str, list] = {"representation": [Choices(("softmax", "distances"))]}
+#: The compiled kernels' threads and progress bar (TU, DGP and its approximation).
+KERNEL_RULES: dict[str, list] = {
+    # joblib's convention: -1 = all cores, -2 = all but one; 0 is meaningless
+    "n_jobs": [Range("int", 1, None, "left"), Range("int", None, -1, "right"), None],
+    "progress": _BOOLEAN,
+}
+
+#: The forward-pass parameters of ``dgpbench features``, which every representation of
+#: earlier versions took (used or not): how a saved file of those versions is checked.
+WORKFLOW_RULES: dict[str, list] = {**FORWARD_RULES, **KERNEL_RULES}
+
+#: The transformers built on the classifier: the network (checked when loaded) and its
+#: forward pass.
+NETWORK_RULES: dict[str, Any] = {"model": _UNCHECKED, **FORWARD_RULES}
+
+#: The distances to the class means, or the raw representation (every transformer with
+#: class means but Softmax, which offers its output itself instead).
+REPRESENTATION_RULES: dict[str, list] = {"representation": [Choices(("distances", "raw"))]}
+
+#: The trailing MLP's linear modules by name (TU, DGP and its approximation, MAGDiff).
+HEAD_RULES: dict[str, list] = {"head": [list, tuple, None]}
+
+# -- the feature transformers ---------------------------------------------------------------
+
+#: :class:`~dgpbench.SoftmaxFeatures`.
+SOFTMAX_RULES: dict[str, Any] = {
+    **NETWORK_RULES,
+    "representation": [Choices(("softmax", "distances"))],
+}
+
+#: :class:`~dgpbench.features.BBSDhFeatures`.
+BBSDH_RULES: dict[str, Any] = dict(NETWORK_RULES)
+
+#: :class:`~dgpbench.MAGDiffFeatures`.
+MAGDIFF_RULES: dict[str, Any] = {
+    **NETWORK_RULES,
+    **REPRESENTATION_RULES,
+    **HEAD_RULES,
+    "signed": _BOOLEAN,
+}
+
+#: :class:`~dgpbench.TUFeatures`.
+TU_RULES: dict[str, Any] = {
+    **NETWORK_RULES,
+    **REPRESENTATION_RULES,
+    **HEAD_RULES,
+    **KERNEL_RULES,
+    "standardize": _BOOLEAN,
+}
+
+#: :class:`~dgpbench.features.DGPApproxFeatures`.
+DGP_APPROX_RULES: dict[str, Any] = {**TU_RULES, "normalize": _BOOLEAN}
+
+#: :class:`~dgpbench.DGPFeatures`.
+DGP_RULES: dict[str, Any] = {**DGP_APPROX_RULES, "sort": _BOOLEAN}
+
+#: :class:`~dgpbench.features.PCAFeatures`: a number of components, or the share of the
+#: variance they explain.
+PCA_RULES: dict[str, list] = {
+    "n_components": [Range("int", 1, None, "left"), Range("float", 0, 1, "neither")],
+    "random_state": ["random_state"],
+}
+
+#: :class:`~dgpbench.features.SRPFeatures`.
+SRP_RULES: dict[str, list] = {
+    "n_components": [Range("int", 1, None, "left"), None],
+    "variance": [Range("float", 0, 1, "neither")],
+    "random_state": ["random_state"],
+}
+
+#: :class:`~dgpbench.features.UAEFeatures` (the architectures are
+#: :data:`dgpbench.features.autoencoders.ARCHITECTURES`, or ``"auto"``).
+UAE_RULES: dict[str, list] = {
+    **FORWARD_RULES,
+    "architecture": [Choices(("auto", "mnist", "cifar10", "mnist_usps"))],
+    "image_shape": ["array-like", None],
+    "random_state": [Range("int", 0, None, "left")],
+}
+
+#: :class:`~dgpbench.features.TAEFeatures`.
+TAE_RULES: dict[str, list] = {
+    **UAE_RULES,
+    "autoencoder": [str, os.PathLike, None],
+    "epochs": _POSITIVE_INT,
+    "learning_rate": _POSITIVE_FLOAT,
+    "train_batch_size": _POSITIVE_INT,
+}
+
+# -- the detectors ----------------------------------------------------------------------------
 
 #: :class:`~dgpbench.KSShiftDetector`.
 KS_RULES: dict[str, list] = {"alpha": _ALPHA, "correction": [Choices(("bonferroni", "fdr")), None]}
@@ -116,10 +243,21 @@ CHI2_RULES: dict[str, list] = {"alpha": _ALPHA}
 #: :class:`~dgpbench.MMDShiftDetector`.
 MMD_RULES: dict[str, list] = {
     "alpha": _ALPHA,
-    "n_permutations": [Range("int", 1, None, "left")],
+    "n_permutations": _POSITIVE_INT,
     "bandwidth": [Choices(("median",)), Range("float", 0, None, "neither")],
     "random_state": ["random_state"],
     "device": [Choices(DEVICE_OPTIONS)],
+}
+
+#: :class:`~dgpbench.ClassifierShiftDetector`.
+CLASSIFIER_RULES: dict[str, list] = {
+    "alpha": _ALPHA,
+    "classifier": [Methods(("fit", "predict")), None],
+    "epochs": _POSITIVE_INT,
+    "learning_rate": _POSITIVE_FLOAT,
+    "alternative": [Choices(("greater", "two-sided"))],
+    "random_state": ["random_state"],
+    **FORWARD_RULES,
 }
 
 
@@ -129,15 +267,15 @@ def sklearn_constraints(rules: dict[str, list]) -> dict[str, list]:
     Parameters
     ----------
     rules : dict
-        Parameter name -> list of :class:`Range`, :class:`Choices`, None or a named
-        constraint of scikit-learn (passed as is).
+        Parameter name -> list of :class:`Range`, :class:`Choices`, :class:`Methods`, types,
+        None or named constraints of scikit-learn (passed as is); or ``"no_validation"``.
 
     Returns
     -------
     dict
-        The same with ``Interval`` and ``StrOptions`` objects.
+        The same with ``Interval``, ``StrOptions`` and ``HasMethods`` objects.
     """
-    from dgpbench._compat import Interval, StrOptions
+    from dgpbench._compat import HasMethods, Interval, StrOptions
 
     def convert(rule: Any) -> Any:
         if isinstance(rule, Range):
@@ -145,14 +283,21 @@ def sklearn_constraints(rules: dict[str, list]) -> dict[str, list]:
             return Interval(kind, rule.low, rule.high, closed=rule.closed)
         if isinstance(rule, Choices):
             return StrOptions(set(rule.values))
+        if isinstance(rule, Methods):
+            return HasMethods(list(rule.names))
         return rule
 
-    return {name: [convert(rule) for rule in options] for name, options in rules.items()}
+    return {
+        name: options if options == _UNCHECKED else [convert(rule) for rule in options]
+        for name, options in rules.items()
+    }
 
 
 def _light(rule: Any) -> Callable[[Any], bool]:
-    if isinstance(rule, Range | Choices):
+    if isinstance(rule, Range | Choices | Methods):
         return rule.accepts
+    if isinstance(rule, type):
+        return lambda value: isinstance(value, rule)
     if rule is None:
         return lambda value: value is None
     if rule == "boolean":
@@ -165,6 +310,8 @@ def _describe(rule: Any) -> str:
         return "None"
     if rule == "boolean":
         return "an instance of 'bool'"
+    if isinstance(rule, type):
+        return f"an instance of {rule.__qualname__!r}"
     return str(rule)
 
 
@@ -174,7 +321,8 @@ def light_checks(rules: dict[str, list]) -> dict[str, tuple[Callable[[Any], bool
     Parameters
     ----------
     rules : dict
-        A rule set of :class:`Range`, :class:`Choices`, None and ``"boolean"``.
+        A rule set of :class:`Range`, :class:`Choices`, :class:`Methods`, types, None,
+        ``"boolean"`` and ``"no_validation"`` (accepts anything).
 
     Returns
     -------
@@ -188,6 +336,9 @@ def light_checks(rules: dict[str, list]) -> dict[str, tuple[Callable[[Any], bool
     """
     checks = {}
     for name, options in rules.items():
+        if options == _UNCHECKED:
+            checks[name] = (lambda value: True, "anything")
+            continue
         predicates = [_light(rule) for rule in options]
         allowed = [_describe(rule) for rule in options]
         text = allowed[0] if len(allowed) == 1 else f"{', '.join(allowed[:-1])} or {allowed[-1]}"

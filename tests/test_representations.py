@@ -176,15 +176,20 @@ def test_tae_refuses_a_corrupt_checkpoint_and_pixels_outside_0_1(digits, tmp_pat
         UAEFeatures().fit(np.zeros((4, 10)))
 
 
-#: The workflow's forward-pass parameters that the model-free representations use; the
-#: others (built on the classifier) take all four and the model.
-_MODEL_FREE_TAKES = {
+#: The workflow's forward-pass parameters that each representation uses: the model-free
+#: ones take no model; the others take it, and the compiled kernels' n_jobs and progress
+#: only where they run them.
+_TAKES = {
     "noredu": set(),
     "pca": set(),
     "srp": set(),
     "uae": {"batch_size", "device"},
     "tae": {"batch_size", "device"},
+    "bbsds": {"batch_size", "device"},
+    "bbsdh": {"batch_size", "device"},
+    "dgp_approx": {"batch_size", "n_jobs", "progress", "device"},
 }
+_MODEL_FREE = {"noredu", "pca", "srp", "uae", "tae"}
 
 
 @pytest.mark.parametrize("name", NEW)
@@ -192,9 +197,9 @@ def test_each_representation_gets_only_the_parameters_it_names(name, mlp):
     params = {"batch_size": 7, "n_jobs": 1, "progress": False, "device": "cpu"}
     est = make_features(name, mlp, **params)
     got = clone(est).get_params()
-    takes = _MODEL_FREE_TAKES.get(name, set(params))
+    takes = _TAKES[name]
     assert {k: got[k] for k in set(got) & set(params)} == {k: params[k] for k in takes}
-    assert ("model" in got) == (name not in _MODEL_FREE_TAKES)
+    assert ("model" in got) == (name not in _MODEL_FREE)
     from sklearn.exceptions import NotFittedError
 
     with pytest.raises(NotFittedError):

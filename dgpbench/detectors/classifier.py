@@ -12,7 +12,6 @@ flattened inputs); it never sees the user's model.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -22,14 +21,15 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import HasMethods, Interval, StrOptions, fit_context
-from dgpbench._device import DEVICE_OPTIONS, resolve_device
+from dgpbench._compat import fit_context
+from dgpbench._device import resolve_device
 from dgpbench.detectors.base import (
     ReferenceState,
     ShiftTestResult,
     check_min_samples,
     package_version,
 )
+from dgpbench.parameters import CLASSIFIER_RULES, sklearn_constraints
 
 __all__ = ["ClassifierShiftDetector"]
 
@@ -144,16 +144,7 @@ class ClassifierShiftDetector(ReferenceState, BaseEstimator):
     True
     """
 
-    _parameter_constraints: dict = {  # noqa: RUF012 (scikit-learn's convention)
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
-        "classifier": [HasMethods(["fit", "predict"]), None],
-        "epochs": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "alternative": [StrOptions({"greater", "two-sided"})],
-        "random_state": ["random_state"],
-        "device": [StrOptions(set(DEVICE_OPTIONS))],
-    }
+    _parameter_constraints: dict = sklearn_constraints(CLASSIFIER_RULES)
 
     def __init__(
         self,

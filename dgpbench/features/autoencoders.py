@@ -23,7 +23,6 @@ the input's by nearest-neighbour interpolation before the loss.
 from __future__ import annotations
 
 import os
-from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,9 +30,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, fit_context
+from dgpbench._compat import fit_context
 from dgpbench._device import resolve_device
-from dgpbench.features.base import FORWARD_CONSTRAINTS
+from dgpbench.parameters import TAE_RULES, UAE_RULES, sklearn_constraints
 
 __all__ = [
     "ARCHITECTURES",
@@ -216,12 +215,7 @@ class _Autoencoder(TransformerMixin, BaseEstimator):
     """
 
     _prefix: ClassVar[str] = "ae"
-    _parameter_constraints: ClassVar[dict] = {
-        **FORWARD_CONSTRAINTS,
-        "architecture": [StrOptions({"auto", *ARCHITECTURES})],
-        "image_shape": ["array-like", None],
-        "random_state": [Interval(Integral, 0, None, closed="left")],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(UAE_RULES)
 
     def _images(self, X: Any, *, reset: bool) -> np.ndarray:
         if hasattr(X, "detach"):
@@ -471,13 +465,7 @@ class TAEFeatures(_Autoencoder):
     """
 
     _prefix = "tae"
-    _parameter_constraints: ClassVar[dict] = {
-        **_Autoencoder._parameter_constraints,
-        "autoencoder": [str, os.PathLike, None],
-        "epochs": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "train_batch_size": [Interval(Integral, 1, None, closed="left")],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(TAE_RULES)
 
     def __init__(
         self,

@@ -43,25 +43,18 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import StrOptions, fit_context
+from dgpbench._compat import fit_context
 from dgpbench.features.network import NetworkFeatures
-from dgpbench.parameters import WORKFLOW_RULES, sklearn_constraints
-
-__all__: list[str] = []  # the shared base of the members; see dgpbench.features
-
-
-#: How a network's forward pass runs, taken by every transformer that runs a network (the
-#: classifier's here and in :mod:`dgpbench.features`, or an autoencoder's).
-FORWARD_CONSTRAINTS: dict = sklearn_constraints(
-    {name: WORKFLOW_RULES[name] for name in ("batch_size", "device")}
+from dgpbench.parameters import (
+    DGP_APPROX_RULES,
+    HEAD_RULES,
+    KERNEL_RULES,
+    NETWORK_RULES,
+    REPRESENTATION_RULES,
+    sklearn_constraints,
 )
 
-#: The workflow's parameters (``dgpbench features``) of the transformers built on the
-#: classifier: the model, its forward pass, and the compiled kernels' threads and progress.
-WORKFLOW_CONSTRAINTS: dict = {"model": "no_validation", **sklearn_constraints(WORKFLOW_RULES)}
-
-#: The ``head`` parameter of the transformers that read a trailing MLP (TU, DGP, MAGDiff).
-HEAD_CONSTRAINT: list = [list, tuple, None]
+__all__: list[str] = []  # the shared base of the members; see dgpbench.features
 
 
 class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
@@ -69,10 +62,9 @@ class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
     :class:`~dgpbench.features.network.NetworkFeatures`).
     """
 
-    _parameter_constraints: ClassVar[dict] = {
-        **WORKFLOW_CONSTRAINTS,
-        "representation": [StrOptions({"distances", "raw"})],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(
+        {**NETWORK_RULES, **REPRESENTATION_RULES}
+    )
 
     def __init__(
         self,
@@ -80,15 +72,11 @@ class _MLPFeatures(NetworkFeatures, TransformerMixin, BaseEstimator):
         *,
         representation: str = "distances",
         batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
         device: str = "cpu",
     ) -> None:
         self.model = model
         self.representation = representation
         self.batch_size = batch_size
-        self.n_jobs = n_jobs
-        self.progress = progress
         self.device = device
 
     # -- scikit-learn's checks in NetworkFeatures' hooks ----------------------------------
@@ -209,7 +197,30 @@ class _HeadFeatures(_MLPFeatures):
 
     _parameter_constraints: ClassVar[dict] = {
         **_MLPFeatures._parameter_constraints,
-        "head": HEAD_CONSTRAINT,
+        **sklearn_constraints(HEAD_RULES),
+    }
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        representation: str = "distances",
+        head: Sequence[str] | None = None,
+        batch_size: int = 256,
+        device: str = "cpu",
+    ) -> None:
+        super().__init__(model, representation=representation, batch_size=batch_size, device=device)
+        self.head = head
+
+
+class _KernelFeatures(_HeadFeatures):
+    """Shared by the transformers whose representation runs the compiled spanning-tree
+    kernels (TU, DGP and its approximation): their threads ``n_jobs`` and ``progress`` bar.
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **_HeadFeatures._parameter_constraints,
+        **sklearn_constraints(KERNEL_RULES),
     }
 
     def __init__(
@@ -224,27 +235,19 @@ class _HeadFeatures(_MLPFeatures):
         device: str = "cpu",
     ) -> None:
         super().__init__(
-            model,
-            representation=representation,
-            batch_size=batch_size,
-            n_jobs=n_jobs,
-            progress=progress,
-            device=device,
+            model, representation=representation, head=head, batch_size=batch_size, device=device
         )
-        self.head = head
+        self.n_jobs = n_jobs
+        self.progress = progress
 
 
-class _SummaryFeatures(_HeadFeatures):
+class _SummaryFeatures(_KernelFeatures):
     """Shared by DGP and its approximation: a raw representation read off the summary
     matrix S(x) by ``_summary`` (``dgp_representation``'s signature), with its options.
     """
 
     _summary: ClassVar[Callable[..., np.ndarray]]
-    _parameter_constraints: ClassVar[dict] = {
-        **_HeadFeatures._parameter_constraints,
-        "standardize": ["boolean"],
-        "normalize": ["boolean"],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(DGP_APPROX_RULES)
 
     def _summary_options(self) -> dict[str, Any]:
         """Options of ``_summary`` beyond the shared ones (a subclass's own parameters)."""

@@ -13,8 +13,9 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dgpbench._compat import fit_context
-from dgpbench.features.base import WORKFLOW_CONSTRAINTS, _MLPFeatures
+from dgpbench.features.base import _MLPFeatures
 from dgpbench.features.softmax import SoftmaxFeatures
+from dgpbench.parameters import BBSDH_RULES, sklearn_constraints
 
 __all__ = ["BBSDhFeatures", "SoftmaxFeatures"]
 
@@ -29,8 +30,6 @@ class BBSDhFeatures(_MLPFeatures):
         dgpbench checkpoint.
     batch_size : int, default=256
         Samples per forward chunk.
-    n_jobs, progress : unused
-        The workflow's parameters.
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where the forward pass runs.
 
@@ -57,21 +56,17 @@ class BBSDhFeatures(_MLPFeatures):
 
     _prefix = "bbsdh"
     _needs_head = False  # the predicted class only: any network
-    _parameter_constraints: ClassVar[dict] = dict(WORKFLOW_CONSTRAINTS)  # no representation
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(BBSDH_RULES)  # no representation
 
     def __init__(
         self,
         model: Any = None,
         *,
         batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
         device: str = "cpu",
     ) -> None:
         self.model = model
         self.batch_size = batch_size
-        self.n_jobs = n_jobs
-        self.progress = progress
         self.device = device
 
     @fit_context(prefer_skip_nested_validation=True)

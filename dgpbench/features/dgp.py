@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from dgpbench.features.base import _SummaryFeatures
+from dgpbench.parameters import DGP_RULES, sklearn_constraints
 from dgpbench.topology import dgp_representation
 
 __all__ = ["DGPFeatures"]
@@ -102,10 +103,7 @@ class DGPFeatures(_SummaryFeatures):
 
     _prefix = "dgp"
     _summary = staticmethod(dgp_representation)
-    _parameter_constraints: ClassVar[dict] = {
-        **_SummaryFeatures._parameter_constraints,
-        "sort": ["boolean"],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(DGP_RULES)
 
     def __init__(
         self,

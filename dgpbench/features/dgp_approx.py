@@ -11,9 +11,10 @@ available.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from dgpbench.features.base import _SummaryFeatures
+from dgpbench.parameters import DGP_APPROX_RULES, sklearn_constraints
 from dgpbench.topology import dgp_approx_representation
 
 __all__ = ["DGPApproxFeatures"]
@@ -59,6 +60,7 @@ class DGPApproxFeatures(_SummaryFeatures):
 
     _prefix = "dgp_approx"
     _summary = staticmethod(dgp_approx_representation)
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(DGP_APPROX_RULES)
 
     def __init__(
         self,

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dgpbench.features.base import _HeadFeatures
+from dgpbench.parameters import MAGDIFF_RULES, sklearn_constraints
 from dgpbench.topology import magdiff_representation
 
 __all__ = ["MAGDiffFeatures"]
@@ -41,13 +42,9 @@ class MAGDiffFeatures(_HeadFeatures):
         :func:`dgpbench.models.body_head.find_head`).
     batch_size : int, default=256
         Samples per chunk.
-    n_jobs : int or None, default=None
-        Unused (kept for a uniform interface).
-    progress : bool, default=False
-        Unused (the computation is a single matrix product per chunk).
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where the network's forward pass runs (``"auto"``: CUDA if available); the
-        spanning-tree kernels run on the CPU.
+        activation graph is computed on the CPU.
 
     Attributes
     ----------
@@ -84,10 +81,7 @@ class MAGDiffFeatures(_HeadFeatures):
     """
 
     _prefix = "magdiff"
-    _parameter_constraints: ClassVar[dict] = {
-        **_HeadFeatures._parameter_constraints,
-        "signed": ["boolean"],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(MAGDIFF_RULES)
 
     def __init__(
         self,
@@ -97,18 +91,10 @@ class MAGDiffFeatures(_HeadFeatures):
         representation: str = "distances",
         head: Sequence[str] | None = None,
         batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
         device: str = "cpu",
     ) -> None:
         super().__init__(
-            model,
-            representation=representation,
-            head=head,
-            batch_size=batch_size,
-            n_jobs=n_jobs,
-            progress=progress,
-            device=device,
+            model, representation=representation, head=head, batch_size=batch_size, device=device
         )
         self.signed = signed
 

@@ -9,7 +9,6 @@ of principal components that keep 80% of the variance of the fit images.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,8 +17,9 @@ from sklearn.decomposition import PCA
 from sklearn.random_projection import SparseRandomProjection
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, fit_context
+from dgpbench._compat import fit_context
 from dgpbench.features.network import flatten_images
+from dgpbench.parameters import PCA_RULES, SRP_RULES, sklearn_constraints
 
 __all__ = [
     "ImageFeatures",
@@ -231,14 +231,7 @@ class PCAFeatures(_Reduction):
     """
 
     _prefix = "pca"
-    _parameter_constraints: ClassVar[dict] = {
-        **_Reduction._parameter_constraints,
-        "n_components": [
-            Interval(Integral, 1, None, closed="left"),
-            Interval(Real, 0, 1, closed="neither"),
-        ],
-        "random_state": ["random_state"],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(PCA_RULES)
 
     def __init__(
         self,
@@ -320,12 +313,7 @@ class SRPFeatures(_Reduction):
     """
 
     _prefix = "srp"
-    _parameter_constraints: ClassVar[dict] = {
-        **_Reduction._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left"), None],
-        "variance": [Interval(Real, 0, 1, closed="neither")],
-        "random_state": ["random_state"],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(SRP_RULES)
 
     def __init__(
         self,

@@ -25,13 +25,8 @@ class SoftmaxFeatures(SoftmaxOutput, _MLPFeatures):
         means of the reference images.
     batch_size : int, default=256
         Samples per chunk.
-    n_jobs : int or None, default=None
-        Unused (kept for a uniform interface).
-    progress : bool, default=False
-        Unused.
     device : {"cpu", "cuda", "auto"}, default="cpu"
-        Where the network's forward pass runs (``"auto"``: CUDA if available); the
-        spanning-tree kernels run on the CPU.
+        Where the network's forward pass runs (``"auto"``: CUDA if available).
 
     Attributes
     ----------
@@ -68,10 +63,7 @@ class SoftmaxFeatures(SoftmaxOutput, _MLPFeatures):
     ((30, 3), True)
     """
 
-    _parameter_constraints: ClassVar[dict] = {
-        **_MLPFeatures._parameter_constraints,
-        **sklearn_constraints(SOFTMAX_RULES),
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(SOFTMAX_RULES)
 
     def __init__(
         self,
@@ -79,18 +71,9 @@ class SoftmaxFeatures(SoftmaxOutput, _MLPFeatures):
         *,
         representation: str = "softmax",
         batch_size: int = 256,
-        n_jobs: int | None = None,
-        progress: bool = False,
         device: str = "cpu",
     ) -> None:
-        super().__init__(
-            model,
-            representation=representation,
-            batch_size=batch_size,
-            n_jobs=n_jobs,
-            progress=progress,
-            device=device,
-        )
+        super().__init__(model, representation=representation, batch_size=batch_size, device=device)
 
 
 # The paper's methods and ablation variants, by the names the config and tables use.

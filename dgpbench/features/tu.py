@@ -7,13 +7,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgpbench.features.base import _HeadFeatures
+from dgpbench.features.base import _KernelFeatures
+from dgpbench.parameters import TU_RULES, sklearn_constraints
 from dgpbench.topology import tu_representation
 
 __all__ = ["TUFeatures"]
 
 
-class TUFeatures(_HeadFeatures):
+class TUFeatures(_KernelFeatures):
     """Topological Uncertainty (TU) features (Lacombe et al., 2021).
 
     Per layer, the sorted maximum-spanning-tree weights of the absolute activation graph
@@ -81,10 +82,7 @@ class TUFeatures(_HeadFeatures):
     """
 
     _prefix = "tu"
-    _parameter_constraints: ClassVar[dict] = {
-        **_HeadFeatures._parameter_constraints,
-        "standardize": ["boolean"],
-    }
+    _parameter_constraints: ClassVar[dict] = sklearn_constraints(TU_RULES)
 
     def __init__(
         self,

@@ -221,8 +221,9 @@ def _spec_class(spec: Any, role: str) -> str:
 #: Parameters added after FORMAT's release, by registry name: their value for older files.
 _ADDED_PARAMS: dict[str, dict[str, Any]] = {"DGPFeatures": {"sort": True}}
 
-#: Forward-pass parameters that a transformer without a network may have taken, ignored, in
-#: the files of earlier versions: checked as when they were saved, then left out.
+#: Forward-pass parameters that a transformer may have taken, ignored, in the files of
+#: earlier versions (every representation took all four): checked as when they were saved,
+#: then left out.
 _DROPPED_PARAMS = light_checks(WORKFLOW_RULES)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from dgpbench.detectors.base import ReferenceState
 from dgpbench.detectors.ks_test import ks_test
 from dgpbench.features.network import SoftmaxOutput, as_real_array
-from dgpbench.parameters import KS_RULES, SOFTMAX_RULES, WORKFLOW_RULES, light_checks
+from dgpbench.parameters import KS_RULES, SOFTMAX_RULES, light_checks
 from dgpbench.saved.files import FittedDetector, _load, detector_classes, load_detector
 
 __all__ = ["RestoredKS", "RestoredSoftmax", "load_scorer"]
@@ -130,11 +130,9 @@ class RestoredSoftmax(_Restored, SoftmaxOutput):
         "model": None,
         "representation": "softmax",
         "batch_size": 256,
-        "n_jobs": None,
-        "progress": False,
         "device": "cpu",
     }
-    _checks: ClassVar[dict] = light_checks({**WORKFLOW_RULES, **SOFTMAX_RULES})
+    _checks: ClassVar[dict] = light_checks(SOFTMAX_RULES)
 
 
 _RESTORED: dict[str, type] = {"SoftmaxFeatures": RestoredSoftmax, "KSShiftDetector": RestoredKS}
