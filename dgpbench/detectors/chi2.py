@@ -238,11 +238,33 @@ class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
         )
 
     def predict(self, X: Any) -> bool:
-        """Return ``True`` if the labels ``X`` are flagged as shifted."""
+        """Return ``True`` if the labels ``X`` are flagged as shifted.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, 1) or (n,)
+            Integer class labels.
+
+        Returns
+        -------
+        bool
+            One decision for the whole batch (not one per sample).
+        """
         return self.test(X).is_drift
 
     def p_value(self, X: Any) -> float:
-        """Return the chi-squared p-value of ``X`` against the reference."""
+        """Return the chi-squared p-value of ``X`` against the reference.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, 1) or (n,)
+            Integer class labels.
+
+        Returns
+        -------
+        float
+            The chi-squared test's p-value, in [0, 1].
+        """
         return self.test(X).p_value
 
     _reference_attribute = "y_ref_"  # hard labels, one column

@@ -274,9 +274,31 @@ class ClassifierShiftDetector(ReferenceState, BaseEstimator):
         )
 
     def predict(self, X: Any) -> bool:
-        """Return ``True`` if the batch ``X`` is flagged as shifted."""
+        """Return ``True`` if the batch ``X`` is flagged as shifted.
+
+        Parameters
+        ----------
+        X : array-like, same sample shape as the reference
+            Test batch.
+
+        Returns
+        -------
+        bool
+            One decision for the whole batch (not one per sample).
+        """
         return self.test(X).is_drift
 
     def p_value(self, X: Any) -> float:
-        """Return the binomial p-value of ``X`` against the reference."""
+        """Return the binomial p-value of ``X`` against the reference.
+
+        Parameters
+        ----------
+        X : array-like, same sample shape as the reference
+            Test batch.
+
+        Returns
+        -------
+        float
+            The binomial test's p-value of the held-out accuracy, in [0, 1].
+        """
         return self.test(X).p_value

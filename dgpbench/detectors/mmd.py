@@ -434,9 +434,31 @@ class MMDShiftDetector(ReferenceState, BaseEstimator):
         )
 
     def predict(self, X: Any) -> bool:
-        """Return ``True`` if the batch ``X`` is flagged as shifted."""
+        """Return ``True`` if the batch ``X`` is flagged as shifted.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features_in_)
+            Test batch.
+
+        Returns
+        -------
+        bool
+            One decision for the whole batch (not one per sample).
+        """
         return self.test(X).is_drift
 
     def p_value(self, X: Any) -> float:
-        """Return the permutation p-value of ``X`` against the reference."""
+        """Return the permutation p-value of ``X`` against the reference.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features_in_)
+            Test batch.
+
+        Returns
+        -------
+        float
+            The permutation p-value, in (0, 1].
+        """
         return self.test(X).p_value

@@ -240,7 +240,18 @@ class _Autoencoder(TransformerMixin, BaseEstimator):
         )
 
     def transform(self, X: Any) -> np.ndarray:
-        """The encoder's code of every image, flattened: shape ``(n, code size)``, float64."""
+        """The encoder's code of every image, flattened.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, C, H, W), (n_samples, H, W) or (n_samples, C * H * W)
+            Images of the reference images' shape.
+
+        Returns
+        -------
+        ndarray of shape (n, code size)
+            The codes as float64.
+        """
         import torch
 
         check_is_fitted(self, "encoder_")
@@ -256,7 +267,18 @@ class _Autoencoder(TransformerMixin, BaseEstimator):
         return np.concatenate(out).astype(np.float64)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """Names ``<uae|tae>_code<k>`` of the code's entries."""
+        """Names ``<uae|tae>_code<k>`` of the code's entries.
+
+        Parameters
+        ----------
+        input_features : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        ndarray of str
+            One name per output column.
+        """
         check_is_fitted(self, "encoder_")
         n = self.transform(np.zeros((1, *self.image_shape_), dtype=np.float32)).shape[1]
         return np.asarray([f"{self._prefix}_code{k}" for k in range(n)], dtype=object)
@@ -419,7 +441,20 @@ class UAEFeatures(_Autoencoder):
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> UAEFeatures:
-        """Build the seeded, untrained autoencoder for images shaped like ``X``."""
+        """Build the seeded, untrained autoencoder for images shaped like ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, C, H, W), (n_samples, H, W) or (n_samples, C * H * W)
+            Reference images; they set ``image_shape_`` (unless ``image_shape`` is given).
+        y : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
         X = self._images(X, reset=True)
         self._setup(X)
         return self
@@ -493,6 +528,19 @@ class TAEFeatures(_Autoencoder):
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> TAEFeatures:
         """Train the autoencoder on the images ``X`` (or load ``autoencoder``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, C, H, W), (n_samples, H, W) or (n_samples, C * H * W)
+            Reference images, pixels in [0, 1]; they set ``image_shape_`` (unless
+            ``image_shape`` is given).
+        y : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
 
         Raises
         ------

@@ -94,13 +94,35 @@ class BBSDhFeatures(_MLPFeatures):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """The predicted class of every image: shape ``(n, 1)``, int64."""
+        """The predicted class of every image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n, C, H, W)
+            Images of the model's input shape.
+
+        Returns
+        -------
+        ndarray of shape (n, 1)
+            The model's ``argmax`` class, int64.
+        """
         check_is_fitted(self, "classes_")
         X = self._validate_input(X, reset=False)
         return self._predict_classes(X).reshape(-1, 1).astype(np.int64)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """``["bbsdh_class"]``."""
+        """Name of the one output column: ``["bbsdh_class"]``.
+
+        Parameters
+        ----------
+        input_features : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        ndarray of str
+            One name.
+        """
         check_is_fitted(self, "classes_")
         return np.asarray(["bbsdh_class"], dtype=object)
 

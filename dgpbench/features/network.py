@@ -380,8 +380,19 @@ class NetworkFeatures:
         self.n_outputs_ = int(self.graph_.n_outputs)
 
     def transform(self, X: Any) -> np.ndarray:
-        """The features of every image (the estimators document it: ``SoftmaxFeatures``,
+        """The features of every image (the estimators document them: ``SoftmaxFeatures``,
         ``DGPFeatures``, ...).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_inputs), (n_samples, H, W) or (n_samples, C, H, W)
+            Images (numpy or torch); ``uint8`` pixels are divided by 255.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_out)
+            Distances to each class mean (``representation="distances"``), or the raw
+            representation (``"raw"``, and Softmax's ``"softmax"``).
         """
         self._require_fitted("class_means_")
         X = self._validate_input(X, reset=False)

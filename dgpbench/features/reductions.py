@@ -35,6 +35,18 @@ def variance_dimension(X: np.ndarray, variance: float) -> int:
 
     ``PCA(n_components=variance, svd_solver="full")``, as "Failing loudly" sets its
     reduced dimension.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The rows whose variance is kept.
+    variance : float
+        The share of the variance to keep, in (0, 1).
+
+    Returns
+    -------
+    int
+        The number of components.
     """
     return int(PCA(n_components=variance, svd_solver="full").fit(X).n_components_)
 
@@ -49,7 +61,18 @@ class _Reduction(TransformerMixin, BaseEstimator):
         return validate_data(self, flatten_images(X), reset=reset, dtype=np.float64)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """Names ``<method><k>`` of the output columns."""
+        """Names ``<method><k>`` of the output columns.
+
+        Parameters
+        ----------
+        input_features : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        ndarray of str
+            One name per output column.
+        """
         check_is_fitted(self)
         return np.asarray([f"{self._prefix}{k}" for k in range(self._n_features_out)], dtype=object)
 
@@ -128,18 +151,59 @@ class NoRedFeatures(_Reduction):
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> NoRedFeatures:
-        """Record the number of pixels of the reference images ``X``."""
+        """Record the number of pixels of the reference images ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), (n_samples, H, W) or (n_samples, C, H, W)
+            Reference images, flattened to rows.
+        y : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
         X = self._validate(X, reset=True)
         self._n_features_out = X.shape[1]
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Return the flattened images, float64, shape ``(n, n_features_in_)``."""
+        """Return the flattened images.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), (n_samples, H, W) or (n_samples, C, H, W)
+            Images of the reference images' size.
+
+        Returns
+        -------
+        ndarray of shape (n, n_features_in_)
+            The pixels as float64.
+        """
         check_is_fitted(self)
         return self._validate(X, reset=False)
 
     def set_state(self, state: dict[str, Any], arrays: Any) -> NoRedFeatures:
-        """Restore the state :meth:`get_state` gave: as many outputs as inputs."""
+        """Restore the state :meth:`get_state` gave: as many outputs as inputs.
+
+        Parameters
+        ----------
+        state : dict
+            The JSON state (untrusted: every value is checked).
+        arrays : mapping of str to ndarray
+            The arrays, read on demand.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If a value is malformed or does not fit another value.
+        """
         from dgpbench.state import StateError
 
         super().set_state(state, arrays)
@@ -172,13 +236,37 @@ class ImageFeatures(NoRedFeatures):
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> ImageFeatures:
-        """Record the shape of the reference images ``X``."""
+        """Record the shape of the reference images ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), (n_samples, H, W) or (n_samples, C, H, W)
+            Reference images (or flat rows).
+        y : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
         super().fit(X)
         self.image_shape_ = tuple(int(s) for s in np.shape(X)[1:])
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Return the images as float64, in the reference images' shape."""
+        """Return the images as float64, in the reference images' shape.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), (n_samples, H, W) or (n_samples, C, H, W)
+            Images of the reference images' size.
+
+        Returns
+        -------
+        ndarray of shape (n, *image_shape_)
+            The images.
+        """
         flat = super().transform(X)
         return flat.reshape(len(flat), *self.image_shape_)
 
@@ -192,7 +280,24 @@ class ImageFeatures(NoRedFeatures):
         return state, arrays
 
     def set_state(self, state: dict[str, Any], arrays: Any) -> ImageFeatures:
-        """Restore the state :meth:`get_state` gave: an image shape holding every pixel."""
+        """Restore the state :meth:`get_state` gave: an image shape holding every pixel.
+
+        Parameters
+        ----------
+        state : dict
+            The JSON state (untrusted: every value is checked).
+        arrays : mapping of str to ndarray
+            The arrays, read on demand.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If a value is malformed or does not fit another value.
+        """
         from dgpbench.state import StateError, state_shape
 
         super().set_state(state, arrays)
@@ -244,7 +349,20 @@ class PCAFeatures(_Reduction):
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> PCAFeatures:
-        """Fit the principal components of the reference images ``X``."""
+        """Fit the principal components of the reference images ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), (n_samples, H, W) or (n_samples, C, H, W)
+            Reference images, flattened to rows.
+        y : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
         X = self._validate(X, reset=True)
         self.pca_ = PCA(
             n_components=self.n_components, svd_solver="full", random_state=self.random_state
@@ -253,7 +371,18 @@ class PCAFeatures(_Reduction):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Project ``X`` on the components: shape ``(n, pca_.n_components_)``."""
+        """Project ``X`` on the principal components.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), (n_samples, H, W) or (n_samples, C, H, W)
+            Images of the reference images' size.
+
+        Returns
+        -------
+        ndarray of shape (n, pca_.n_components_)
+            The projections.
+        """
         check_is_fitted(self)
         return self.pca_.transform(self._validate(X, reset=False))
 
@@ -267,7 +396,24 @@ class PCAFeatures(_Reduction):
         return state, arrays
 
     def set_state(self, state: dict[str, Any], arrays: Any) -> PCAFeatures:
-        """Restore the state :meth:`get_state` gave: finite arrays of consistent shapes."""
+        """Restore the state :meth:`get_state` gave: finite arrays of consistent shapes.
+
+        Parameters
+        ----------
+        state : dict
+            The JSON state (untrusted: every value is checked).
+        arrays : mapping of str to ndarray
+            The arrays, read on demand.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If a value is malformed or does not fit another value.
+        """
         from dgpbench.state import StateError, state_array
 
         super().set_state(state, arrays)
@@ -328,7 +474,20 @@ class SRPFeatures(_Reduction):
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> SRPFeatures:
-        """Draw the projection for the reference images ``X``."""
+        """Draw the projection for the reference images ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), (n_samples, H, W) or (n_samples, C, H, W)
+            Reference images, flattened to rows.
+        y : ignored
+            Present for API consistency.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
         X = self._validate(X, reset=True)
         k = self.n_components or variance_dimension(X, self.variance)
         self.srp_ = SparseRandomProjection(
@@ -338,7 +497,18 @@ class SRPFeatures(_Reduction):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Project ``X``: shape ``(n, srp_.n_components_)``."""
+        """Project ``X`` with the random projection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), (n_samples, H, W) or (n_samples, C, H, W)
+            Images of the reference images' size.
+
+        Returns
+        -------
+        ndarray of shape (n, srp_.n_components_)
+            The projections, float64.
+        """
         check_is_fitted(self)
         return np.asarray(self.srp_.transform(self._validate(X, reset=False)), dtype=np.float64)
 
@@ -362,7 +532,24 @@ class SRPFeatures(_Reduction):
         return state, arrays
 
     def set_state(self, state: dict[str, Any], arrays: Any) -> SRPFeatures:
-        """Restore the state :meth:`get_state` gave: a well-formed matrix of the right shape."""
+        """Restore the state :meth:`get_state` gave: a well-formed matrix of the right shape.
+
+        Parameters
+        ----------
+        state : dict
+            The JSON state (untrusted: every value is checked).
+        arrays : mapping of str to ndarray
+            The arrays, read on demand.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If a value is malformed or does not fit another value.
+        """
         import scipy.sparse
 
         from dgpbench.state import StateError, state_array

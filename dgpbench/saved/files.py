@@ -90,11 +90,33 @@ class FittedDetector:
     model_sha256: str | None = None
 
     def transform(self, X: Any) -> Any:
-        """What the detector tests: ``features.transform(X)``, or ``X`` without features."""
+        """What the detector tests: ``features.transform(X)``, or ``X`` without features.
+
+        Parameters
+        ----------
+        X : array-like
+            A batch of images, as the transformer takes them.
+
+        Returns
+        -------
+        array-like
+            The features of ``X`` (``X`` itself when there is no transformer).
+        """
         return X if self.features is None else self.features.transform(X)
 
     def test(self, X: Any) -> Any:
-        """Featurise a batch of images and test it (the detector's result record)."""
+        """Featurise a batch of images and test it.
+
+        Parameters
+        ----------
+        X : array-like
+            A batch of images, as the transformer takes them.
+
+        Returns
+        -------
+        KSTestResult or ShiftTestResult
+            The detector's result record.
+        """
         return self.detector.test(self.transform(X))
 
 
@@ -148,6 +170,17 @@ def is_saveable(est: Any) -> bool:
 
     Lets a caller refuse an unsaveable method (a custom ``package.module:ClassName``, a
     classifier test with a scikit-learn classifier) before a long fit.
+
+    Parameters
+    ----------
+    est : object
+        A transformer or detector, fitted or not.
+
+    Returns
+    -------
+    bool
+        True if it is one of :data:`SAVEABLE`'s classes and not a classifier test with
+        its own classifier.
     """
     for role in ("features", "detector"):
         try:
@@ -358,6 +391,13 @@ class ModelRequiredError(ValueError):
 
     The message says ``model=`` (Python's word); the command line says ``--model`` instead,
     from :attr:`reason`.
+
+    Parameters
+    ----------
+    reason : str
+        Why the file's model cannot be loaded (the message without the advice).
+    path : path-like
+        The detector file.
     """
 
     def __init__(self, reason: str, path: Any) -> None:
@@ -391,9 +431,21 @@ def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any]
 
 
 def detector_classes(path: str | os.PathLike[str]) -> tuple[str | None, str] | None:
-    """The registry names of a detector file's transformer and detector, or None when the
-    file cannot be read as one (then :func:`load_detector` says why). Nothing is imported
-    or loaded but the file's JSON header.
+    """The registry names of a detector file's transformer and detector.
+
+    Nothing is imported or loaded but the file's JSON header.
+
+    Parameters
+    ----------
+    path : path-like
+        The detector file.
+
+    Returns
+    -------
+    tuple of (str or None, str) or None
+        The transformer's name (None when the detector takes the images themselves) and
+        the detector's; None when the file cannot be read as a detector file (then
+        :func:`load_detector` says why).
     """
     from dgpbench.npz import open_npz
 

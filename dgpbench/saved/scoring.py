@@ -55,9 +55,37 @@ class _Restored:
             setattr(self, key, value)
 
     def get_params(self, deep: bool = False) -> dict[str, Any]:
+        """The parameters, as scikit-learn's ``get_params``.
+
+        Parameters
+        ----------
+        deep : bool, default=False
+            Ignored: a restored estimator holds no sub-estimator.
+
+        Returns
+        -------
+        dict
+            Parameter name -> value.
+        """
         return {key: getattr(self, key) for key in self._defaults}
 
     def set_params(self, **params: Any) -> _Restored:
+        """Set parameters, as scikit-learn's ``set_params`` (checked by ``_validate_params``).
+
+        Parameters
+        ----------
+        **params : dict
+            Parameter name -> value; each name must be one of the estimator's.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        ValueError
+            On a name the estimator does not take.
+        """
         for key, value in params.items():
             if key not in self._defaults:
                 raise ValueError(f"invalid parameter {key!r} for {self._name}")
@@ -109,13 +137,34 @@ class RestoredKS(_Restored, ReferenceState):
     _checks: ClassVar[dict] = light_checks(KS_RULES)
 
     def fit(self, X_ref: Any) -> RestoredKS:
-        """Keep a checked copy of the reference features (``KSShiftDetector.fit``)."""
+        """Keep a checked copy of the reference features (``KSShiftDetector.fit``).
+
+        Parameters
+        ----------
+        X_ref : array-like of shape (n_ref, n_features)
+            Reference features; at least 2 samples, finite.
+
+        Returns
+        -------
+        self : RestoredKS
+        """
         self.X_ref_ = np.array(_checked_sample(X_ref, "X_ref", minimum=2))
         self.n_features_in_ = int(self.X_ref_.shape[1])
         return self
 
     def test(self, X: Any) -> Any:
-        """The per-feature KS tests of a batch (``KSShiftDetector.test``)."""
+        """The per-feature KS tests of a batch (``KSShiftDetector.test``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features_in_)
+            Test batch; at least 2 samples, finite, as many features as the reference.
+
+        Returns
+        -------
+        KSTestResult
+            Statistics, p-values, corrected p-values, the threshold used and the decision.
+        """
         X = _checked_sample(X, "X", minimum=2, n_features=self.n_features_in_)
         return ks_test(self.X_ref_, X, self.alpha, self.correction, name=self._name)
 
