@@ -51,13 +51,13 @@ def shared_data_root() -> Path:
     return root
 
 
-# Test modules that run Snakemake end to end: marked `workflow`, so that CI's floor job
-# (.ci/floor: the library on its oldest dependencies) can leave them out.
-_WORKFLOW_MODULES = frozenset({"test_runner.py", "test_slurm.py"})
+# The end-to-end tests (tests/workflow/: Snakemake runs, `dgpbench run`, SLURM) are marked
+# `workflow`, so that CI's floor job (.ci/floor: the library on its oldest dependencies) can
+# leave them out.
+WORKFLOW_TESTS = REPO / "tests" / "workflow"
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        name = item.path.name
-        if "workflow" in name or name in _WORKFLOW_MODULES:
+        if item.path.is_relative_to(WORKFLOW_TESTS):
             item.add_marker(pytest.mark.workflow)

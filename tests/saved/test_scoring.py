@@ -25,7 +25,7 @@ from dgpbench.models.train import ArchConfig, save_checkpoint
 from dgpbench.saved import FittedDetector, load_detector, save_detector
 from dgpbench.saved.scoring import RestoredKS, RestoredSoftmax, load_scorer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 FACTORY = """
 import torch

@@ -15,7 +15,7 @@ from dgpbench import DGPFeatures, SoftmaxFeatures
 from dgpbench.data.datasets import load_npz_images
 from dgpbench.paper.protocol import DELTAS, bootstrap_detection
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _net() -> nn.Sequential:

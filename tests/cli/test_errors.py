@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _workflow import tiny_config
-from test_workflow_safety import snakemake
+from _workflow import snakemake, tiny_config
 
 from dgpbench import SoftmaxFeatures
 from dgpbench.cli.main import main

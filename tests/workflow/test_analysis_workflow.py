@@ -20,7 +20,7 @@ from scipy import stats
 from dgpbench.analysis.weights import load_weights, model_metrics
 from dgpbench.cli.main import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CURVE_COLUMNS = [
     "run", "dataset", "n_layers", "hidden", "activation", "batchnorm", "dropout",
     "regulariser", "seed", "epoch", "np", "variance", "log_variance", "dgp",

@@ -19,8 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "your-own-model.md"
-ROOT = Path(__file__).resolve().parents[1]
+DOC = Path(__file__).resolve().parents[2] / "docs" / "your-own-model.md"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _blocks() -> list[tuple[str, str]]:

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from _workflow import SNAKEFILE, tiny_config, venv_env
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "workflow" / "profiles" / "slurm"
 # Node states in which the cluster accepts and runs jobs.
 READY_STATES = {"idle", "mixed", "allocated", "completing"}

@@ -20,7 +20,7 @@ from dgpbench.analysis.stacked import train_analysis_seeds
 from dgpbench.cli.main import main
 from dgpbench.models.train import ANALYSIS_LR, ANALYSIS_LR_TEXT, ArchConfig, analysis_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_analysis_config_is_the_authors_code():

@@ -13,22 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from _workflow import SNAKEFILE, tiny_config, venv_env
+from _workflow import SNAKEFILE, snakemake, tiny_config, venv_env
 
 from dgpbench.cli.main import main
 
 MNIST = Path("/work/shared/data/MNIST")
-
-
-def snakemake(workdir: Path, config: dict, *args: str, timeout: float = 300):
-    """Write ``config.yaml`` into ``workdir`` and run plain Snakemake there."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--cores", "1", *args],
-        cwd=workdir, env=venv_env(), capture_output=True, text=True, timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def shell_commands(output: str) -> list[list[str]]:
@@ -112,7 +101,7 @@ def _nested(key: str, value) -> dict:
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("models.seeds", [0, 0])],  # every other grid list: tests/test_config.py
+    [("models.seeds", [0, 0])],  # every other grid list: tests/cli/test_config.py
 )
 def test_duplicate_grid_values_stop_the_run(tmp_path, key, value):
     proc = snakemake(tmp_path, _nested(key, value), "-n")
@@ -221,7 +210,7 @@ def test_tables_rule_passes_the_configured_alpha(tmp_path):
             {"ablation": {"datasets": ["digits"], "methods": ["dgp"], "ns": [7]}},
             ["ablation.ns", "protocol.ns"],
         ),
-        # the other cross-key checks: tests/test_config.py
+        # the other cross-key checks: tests/cli/test_config.py
     ],
 )
 def test_inconsistent_keys_stop_the_run_before_any_job(tmp_path, change, keys):

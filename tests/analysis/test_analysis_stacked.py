@@ -205,7 +205,7 @@ def _profile_module():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "analysis_job_profile.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "analysis_job_profile.py"
     spec = importlib.util.spec_from_file_location("analysis_job_profile", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -54,7 +54,7 @@ def test_a_normalisation_layer_between_linear_maps_makes_a_body_with_a_warning(n
     assert TUFeatures(net).fit(X, [0, 1, 2] * 4).transform(X).shape == (12, 3)
 
 
-def test_the_issues_silu_mlp_is_refused_not_cut_to_its_last_map():
+def test_a_silu_mlp_is_refused_not_cut_to_its_last_map():
     net = _seeded(nn.Linear(4, 6), nn.SiLU(), nn.Linear(6, 6), nn.SiLU(), nn.Linear(6, 3))
     with pytest.raises(TypeError, match=r"model layer 3 \(SiLU\).*linear map\(s\) 0, 2"):
         split_network(net)

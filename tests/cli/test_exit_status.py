@@ -23,7 +23,7 @@ from dgpbench.cli.registry import SUBCOMMANDS
 from dgpbench.data.datasets import load_dataset
 from dgpbench.models.train import build_mlp, save_checkpoint
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

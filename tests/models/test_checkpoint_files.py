@@ -96,7 +96,7 @@ def test_a_file_size_limit_hit_by_the_checkpoint_is_one_line(tmp_path):
     )
     args = [*_TINY, "--seed", "0", "--out-dir", str(tmp_path)]
     args[args.index("--hidden") + 1] = "64"
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
         # -B: the limit would truncate any .pyc the child wrote
         [sys.executable, "-B", "-c", code, "train", *args],

@@ -52,7 +52,7 @@ def test_a_cuda_request_without_a_gpu_is_refused(tmp_path, capsys, command):
 def test_the_cnn_rule_passes_the_training_device():
     from pathlib import Path
 
-    rule = (Path(__file__).resolve().parents[1] / "workflow" / "rules" / "cnn.smk").read_text()
+    rule = (Path(__file__).resolve().parents[2] / "workflow" / "rules" / "cnn.smk").read_text()
     assert "--device {params.train[device]}" in rule
 
 

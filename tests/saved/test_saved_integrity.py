@@ -1,6 +1,6 @@
-"""Issue 28 (reliability round 4): saved detectors that cannot lie.
-
-Every test here failed on the code before the fix (item numbers of issue 28 in the names).
+"""Saved detectors that cannot lie, and inputs that cannot mislead them: hostile or damaged
+detector and .pt2 files are refused by name, every restored value is checked, and the MMD and
+classifier tests stay exact and calibrated on tiny or degenerate samples.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def saved(tmp_path: Path, checkpoint: Path, data) -> Path:
     return path
 
 
-# -- item 1: classes only from the registry ---------------------------------------------------
+# -- classes only from the registry ---------------------------------------------------
 @pytest.mark.parametrize(
     ("role", "name"),
     [
@@ -74,7 +74,7 @@ def saved(tmp_path: Path, checkpoint: Path, data) -> Path:
         ("detector", ["KSShiftDetector"]),
     ],
 )
-def test_item1_class_only_from_registry(saved: Path, role: str, name) -> None:
+def test_a_class_outside_the_registry_is_refused(saved: Path, role: str, name) -> None:
     def edit(meta, arrays):
         meta[role]["class"] = name
 
@@ -83,7 +83,7 @@ def test_item1_class_only_from_registry(saved: Path, role: str, name) -> None:
         load_detector(saved)  # never SystemExit: nothing is imported by path
 
 
-# -- item 2: every restored parameter and array is checked -----------------------------------
+# -- every restored parameter and array is checked -----------------------------------
 @pytest.mark.parametrize(
     ("what", "edit", "match"),
     [
@@ -118,13 +118,13 @@ def test_item1_class_only_from_registry(saved: Path, role: str, name) -> None:
         ),
     ],
 )
-def test_item2_restored_state_validated(saved: Path, what, edit, match) -> None:
+def test_every_restored_parameter_and_array_is_checked(saved: Path, what, edit, match) -> None:
     _edit(saved, edit)
     with pytest.raises(ValueError, match=match):
         load_detector(saved)
 
 
-# -- item 14: malformed metadata, one clear ValueError each ----------------------------------
+# -- malformed metadata, one clear ValueError each ----------------------------------
 @pytest.mark.parametrize(
     "edit",
     [
@@ -138,13 +138,13 @@ def test_item2_restored_state_validated(saved: Path, what, edit, match) -> None:
         lambda m, a: m.pop("detector"),
     ],
 )
-def test_item14_malformed_metadata(saved: Path, data, edit) -> None:
+def test_malformed_metadata_is_refused(saved: Path, data, edit) -> None:
     _edit(saved, edit)
     with pytest.raises(ValueError, match=r"det\.npz"):
         load_detector(saved).test(data["batch"])
 
 
-def test_item14_meta_not_json(saved: Path) -> None:
+def test_metadata_that_is_not_json_is_refused(saved: Path) -> None:
     def edit(meta, arrays):
         meta.clear()
 
@@ -157,8 +157,8 @@ def test_item14_meta_not_json(saved: Path) -> None:
         load_detector(saved)
 
 
-# -- item 3: the fitted network is hashed, never loaded again ------------------------------
-def test_item3_factory_called_once(tmp_path: Path, data, monkeypatch) -> None:
+# -- the fitted network is hashed, never loaded again ------------------------------
+def test_a_model_factory_is_called_once(tmp_path: Path, data, monkeypatch) -> None:
     (tmp_path / "nets_rel4_a.py").write_text(
         "import torch\nCALLS = []\n"
         "def net():\n"
@@ -176,7 +176,7 @@ def test_item3_factory_called_once(tmp_path: Path, data, monkeypatch) -> None:
     assert len(nets_rel4_a.CALLS) == calls  # the factory is not called a second time
 
 
-def test_item3_model_replaced_after_fit(tmp_path: Path, checkpoint: Path, data) -> None:
+def test_a_model_replaced_after_fit_is_detected(tmp_path: Path, checkpoint: Path, data) -> None:
     fitted = _fit("dgp", str(checkpoint), data)
     other = _net()
     with torch.no_grad():
@@ -188,8 +188,8 @@ def test_item3_model_replaced_after_fit(tmp_path: Path, checkpoint: Path, data) 
     assert load_detector(tmp_path / "det.npz", model=_net()).test(data["batch"]).n == 30
 
 
-# -- item 4: the architecture is part of the fingerprint -----------------------------------
-def test_item4_same_weights_other_activation(tmp_path: Path, data) -> None:
+# -- the architecture is part of the fingerprint -----------------------------------
+def test_same_weights_with_another_activation_differ(tmp_path: Path, data) -> None:
     save_detector(tmp_path / "det.npz", _fit("softmax", _net(), data))
     tanh = _net(nn.Tanh)
     assert all(
@@ -207,7 +207,7 @@ def _cnn(pool: type[nn.Module]) -> nn.Sequential:
     ).eval()
 
 
-def test_item4_same_weights_other_pooling(tmp_path: Path) -> None:
+def test_same_weights_with_another_pooling_differ(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     x = rng.random((40, 1, 4, 4)).astype(np.float32)
     feats = make_features("softmax", _cnn(nn.MaxPool2d)).fit(x[:20])
@@ -218,8 +218,8 @@ def test_item4_same_weights_other_pooling(tmp_path: Path) -> None:
         load_detector(tmp_path / "det.npz", model=_cnn(nn.AvgPool2d))
 
 
-# -- item 12: size-checked reading of the expected arrays only ------------------------------
-def test_item12_size_limit_and_extra_arrays(saved: Path, monkeypatch) -> None:
+# -- size-checked reading of the expected arrays only ------------------------------
+def test_size_limit_and_extra_arrays_are_refused(saved: Path, monkeypatch) -> None:
     with np.load(saved) as store:
         arrays = {k: store[k] for k in store.files}
     big = dict(arrays, junk=np.zeros(2_000_000, dtype=np.uint8))
@@ -233,7 +233,7 @@ def test_item12_size_limit_and_extra_arrays(saved: Path, monkeypatch) -> None:
         load_detector(saved)
 
 
-# -- item 15 and issue 31: every method and every test saves and loads ----------------------
+# -- every method and every test saves and loads ----------------------
 _IMAGES = np.random.default_rng(1).random((90, 1, 8, 8)).astype(np.float32)
 
 
@@ -243,7 +243,7 @@ def _image_net() -> nn.Sequential:
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_item15_every_method_round_trips(tmp_path: Path, method: str) -> None:
+def test_every_method_round_trips(tmp_path: Path, method: str) -> None:
     params = {"epochs": 1} if method == "tae" else {}
     refs, clean, batch = _IMAGES[:30], _IMAGES[30:60], _IMAGES[60:] * 0.5
     feats = make_features(method, _image_net(), **params).fit(refs, np.arange(30) % 3)
@@ -262,7 +262,7 @@ def test_item15_every_method_round_trips(tmp_path: Path, method: str) -> None:
 
 
 @pytest.mark.parametrize("test", ["ks", "mmd", "chi2", "classif"])
-def test_issue31_every_test_round_trips(tmp_path: Path, test: str) -> None:
+def test_every_two_sample_test_round_trips(tmp_path: Path, test: str) -> None:
     refs, clean, batch = _IMAGES[:30], _IMAGES[30:60], _IMAGES[60:] * 0.5
     params = {"random_state": 0} if test in ("mmd", "classif") else {}
     if test == "mmd":
@@ -304,16 +304,16 @@ def test_model_free_features_need_no_model(tmp_path: Path) -> None:
     assert loaded.test(_IMAGES[60:]).p_value == det.test(feats.transform(_IMAGES[60:])).p_value
 
 
-# -- item 22 (saved side): a moved model names --model -------------------------------------
-def test_item22_moved_model_hint(saved: Path, checkpoint: Path) -> None:
+# -- a moved model names --model -------------------------------------
+def test_a_moved_model_file_gets_a_hint(saved: Path, checkpoint: Path) -> None:
     checkpoint.rename(checkpoint.with_name("moved.pt"))
     with pytest.raises(ValueError, match=r"does not exist \(moved or deleted\?\).*--model"):
         load_detector(saved)
     assert load_detector(saved, model=checkpoint.with_name("moved.pt")).detector is not None
 
 
-# -- item 5: MMD p-values are valid on tiny samples ------------------------------------------
-def test_item5_tiny_samples_exact_and_calibrated() -> None:
+# -- MMD p-values are valid on tiny samples ------------------------------------------
+def test_mmd_tiny_samples_are_exact_and_calibrated() -> None:
     """n = m = 3: 20 splits, each tied with its swap, so the exact p-value is a multiple of
     0.1 and at least 0.1; under the null it is uniform on {0.1, ..., 1}."""
     from dgpbench.detectors import MMDShiftDetector
@@ -332,7 +332,7 @@ def test_item5_tiny_samples_exact_and_calibrated() -> None:
     assert all(res.details["exact"] and res.details["n_permutations"] == 20 for res in results)
 
 
-def test_item5_random_splits_keep_ties() -> None:
+def test_mmd_random_splits_keep_ties() -> None:
     """C(8, 4) = 70 > B = 39: random splits; the null rejection rate at 0.05 stays <= 0.05
     (+3 sd)."""
     from dgpbench.detectors import MMDShiftDetector
@@ -348,7 +348,7 @@ def test_item5_random_splits_keep_ties() -> None:
     assert rejected / reps <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / reps)
 
 
-def test_item5_swapped_halves_count_as_ties() -> None:
+def test_mmd_swapped_halves_count_as_ties() -> None:
     from dgpbench.detectors.mmd import _permutation_mmd2, _tie_tolerance
 
     rng = np.random.default_rng(2)
@@ -357,8 +357,8 @@ def test_item5_swapped_halves_count_as_ties() -> None:
     assert abs(stats[0] - stats[1]) <= _tie_tolerance(6, stats[0])
 
 
-# -- item 6 and 22: a non-finite statistic, an unusable bandwidth ----------------------------
-def test_item6_non_finite_statistic_is_an_error() -> None:
+# -- a non-finite statistic, an unusable bandwidth ----------------------------
+def test_a_non_finite_statistic_is_an_error() -> None:
     from dgpbench.detectors import MMDShiftDetector
 
     rng = np.random.default_rng(3)
@@ -368,7 +368,7 @@ def test_item6_non_finite_statistic_is_an_error() -> None:
 
 
 @pytest.mark.parametrize("bandwidth", [1e-300, 1e200])
-def test_item22_mmd_bandwidth_out_of_range(bandwidth: float) -> None:
+def test_mmd_bandwidth_out_of_range_is_refused(bandwidth: float) -> None:
     from dgpbench.detectors import MMDShiftDetector
 
     rng = np.random.default_rng(4)
@@ -377,9 +377,9 @@ def test_item22_mmd_bandwidth_out_of_range(bandwidth: float) -> None:
         det.test(rng.normal(size=(10, 2)))
 
 
-# -- item 22: the classifier test on an empty batch ------------------------------------------
+# -- the classifier test on an empty batch ------------------------------------------
 @pytest.mark.parametrize("shape", [(0, 1, 8, 8), (0, 64), (0, 8, 8)])
-def test_item22_classifier_empty_batch(shape) -> None:
+def test_classifier_empty_batch_is_refused(shape) -> None:
     from dgpbench.detectors import ClassifierShiftDetector
 
     det = ClassifierShiftDetector(epochs=1).fit(_IMAGES[:10])
@@ -389,7 +389,7 @@ def test_item22_classifier_empty_batch(shape) -> None:
         ClassifierShiftDetector().fit(np.zeros(shape, dtype=np.float32))
 
 
-# -- items 11, 13, 16, 22: .pt2 archives ------------------------------------------------------
+# -- .pt2 archives ------------------------------------------------------
 def _pt2(path: Path) -> Path:
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).eval()
     torch.export.save(torch.export.export(net, (torch.zeros(2, 4),)), path)
@@ -420,7 +420,7 @@ def _edit_weights_config(edit):
     return inner
 
 
-def test_item11_strided_weight_amplification_refused(tmp_path: Path) -> None:
+def test_pt2_strided_weight_amplification_is_refused(tmp_path: Path) -> None:
     """A few bytes declaring a (30000, 1000) weight with strides (0, 0): refused before any
     allocation (the old reader materialised 120 MB; 3.3 GB with larger sizes)."""
     from dgpbench.models.exported import ExportedModelError, load_exported
@@ -435,7 +435,7 @@ def test_item11_strided_weight_amplification_refused(tmp_path: Path) -> None:
         load_exported(bad)
 
 
-def test_item11_weight_shape_checked_against_its_layer(tmp_path: Path) -> None:
+def test_pt2_weight_shape_is_checked_against_its_layer(tmp_path: Path) -> None:
     from dgpbench.models.exported import ExportedModelError, load_exported
 
     def edit(config):  # a bias stored as the 12 values of a (3, 4) matrix
@@ -448,7 +448,7 @@ def test_item11_weight_shape_checked_against_its_layer(tmp_path: Path) -> None:
         load_exported(bad)
 
 
-def test_item11_input_size_limit_applies(tmp_path: Path, monkeypatch) -> None:
+def test_pt2_input_size_limit_applies(tmp_path: Path, monkeypatch) -> None:
     from dgpbench.models.exported import ExportedModelError, load_exported
 
     path = _pt2(tmp_path / "a.pt2")
@@ -472,7 +472,7 @@ def _nodes_as_strings(data: bytes) -> bytes:
         (lambda n, d: b'{"config": []}' if n.endswith("weights_config.json") else d, "malformed"),
     ],
 )
-def test_item13_malformed_pt2_named(tmp_path: Path, edit, cause: str) -> None:
+def test_a_malformed_pt2_is_named(tmp_path: Path, edit, cause: str) -> None:
     from dgpbench.models.exported import ExportedModelError, load_exported
 
     bad = _rewrite_pt2(_pt2(tmp_path / "a.pt2"), tmp_path / "bad.pt2", edit)
@@ -480,7 +480,7 @@ def test_item13_malformed_pt2_named(tmp_path: Path, edit, cause: str) -> None:
         load_exported(bad)
 
 
-def test_item16_duplicate_members_refused(tmp_path: Path) -> None:
+def test_pt2_duplicate_members_are_refused(tmp_path: Path) -> None:
     import warnings
 
     from dgpbench.models.exported import ExportedModelError, load_exported
@@ -497,7 +497,7 @@ def test_item16_duplicate_members_refused(tmp_path: Path) -> None:
         load_exported(bad)
 
 
-def test_item22_bfloat16_named(tmp_path: Path) -> None:
+def test_bfloat16_weights_are_named(tmp_path: Path) -> None:
     from dgpbench.models.exported import ExportedModelError, load_exported
 
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).eval().to(torch.bfloat16)
@@ -507,7 +507,7 @@ def test_item22_bfloat16_named(tmp_path: Path) -> None:
         load_exported(path)
 
 
-# -- item 22: compare-paper on a wrong CSV, a folder, a binary file ----------------------------
+# -- compare-paper on a wrong CSV, a folder, a binary file ----------------------------
 @pytest.mark.parametrize("table", ["table2_ablation", "calibration", "bounds", "r2"])
 @pytest.mark.parametrize(
     ("kind", "message"),
@@ -517,7 +517,7 @@ def test_item22_bfloat16_named(tmp_path: Path) -> None:
         ("binary", "is not a text CSV file"),
     ],
 )
-def test_item22_compare_paper_wrong_input(tmp_path: Path, capsys, table, kind, message) -> None:
+def test_compare_paper_names_a_wrong_input(tmp_path: Path, capsys, table, kind, message) -> None:
     from dgpbench.cli.main import main
 
     path = tmp_path / "input.csv"
@@ -535,7 +535,7 @@ def test_item22_compare_paper_wrong_input(tmp_path: Path, capsys, table, kind, m
     assert not (tmp_path / "o").exists()
 
 
-def test_item22_compare_paper_published_folder(tmp_path: Path, capsys) -> None:
+def test_compare_paper_reads_a_published_folder(tmp_path: Path, capsys) -> None:
     import pandas as pd
 
     from dgpbench.cli.main import main

@@ -247,7 +247,7 @@ def test_the_shell_in_a_fresh_process(nets, tmp_path):
     """The two commands as a user types them (a subprocess, the factory on PYTHONPATH)."""
     folder, _ = nets
     det, files = _shell_run(folder, "net", "ks", "--method", "softmax")
-    env = {"PYTHONPATH": f"{folder}:{Path(__file__).resolve().parents[1]}", "PATH": ""}
+    env = {"PYTHONPATH": f"{folder}:{Path(__file__).resolve().parents[2]}", "PATH": ""}
     proc = subprocess.run(
         [sys.executable, "-m", "dgpbench", "score", "--detector", str(det), "--model",
          "anynets:net", "--batch", str(files["b_noisy"]), "--json", "--threads", "1"],

@@ -188,7 +188,7 @@ def test_every_command_is_in_the_import_table():
 
 def test_score_imports_no_workflow_module():
     # 31.4: scoring pays for torch and scipy.stats (and, beyond softmax + KS, scikit-learn),
-    # not for the workflow's modules or numba (tests/test_scoring.py: no scikit-learn at all)
+    # not for the workflow's modules or numba (tests/saved/test_scoring.py: no scikit-learn at all)
     code = (
         "import sys; from dgpbench.cli.main import build_parser; build_parser('score'); "
         "import dgpbench.cli.monitor, dgpbench.saved.scoring, dgpbench.features.softmax, "
@@ -196,7 +196,7 @@ def test_score_imports_no_workflow_module():
         "print(sorted(m for m in ('numba', 'dgpbench.cli.paper', 'dgpbench.cli.failing_loudly', "
         "'dgpbench.shifts', 'dgpbench.topology.activation', 'torchvision') if m in sys.modules))"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(root), "PATH": ""}, check=True)  # fmt: skip
     assert out.stdout.strip() == "[]", out.stdout
@@ -243,7 +243,7 @@ def test_no_page_shows_a_path_of_a_developers_machine():
     # 31.7: the docs are read on other machines
     import re
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
     found = [
         f"{page.name}: {m.group(0)}"
