@@ -5,15 +5,13 @@ smuggles in, paths arrive intact, and a bad combination of keys stops the run be
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
-from _workflow import SNAKEFILE, snakemake, tiny_config, venv_env
+from _workflow import snakemake, tiny_config
 
 from dgpbench.cli.main import main
 
