@@ -1,4 +1,4 @@
-"""R² of NP ~ log-variance by training epoch (issue 30, item 2), from the runs' curves."""
+"""R² of NP ~ log-variance by training epoch, from the runs' curves."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The analysis models' settings follow the authors' analysis code (issue 30, item 1).
+"""The analysis models' settings follow the authors' analysis code.
 
 ExplainableML/Deep-Graph-Persistence, ``src/neural-persistence-analysis``: Adam at lr 3e-4
 (``mlp.py:143``), Xavier-normal weights, batch 32, 40 epochs, 55,000/5,000, an evaluation
@@ -71,7 +71,7 @@ def _digits(n=200):
 
 
 def test_train_seeds_refuses_duplicate_runs(tmp_path, capsys):
-    """Issue 28, item 20: two seeds under one run id would merge in every per-run table."""
+    """Two seeds under one run id would merge in every per-run table."""
     argv = ["analysis", "train-seeds", "--dataset", "digits", "--epochs", "1", "--layers", "2",
             "--hidden", "4", "--seeds", "0", "1", "--out-dirs", str(tmp_path / "a"),
             str(tmp_path / "b"), "--runs", "digits/x", "digits/x", "--threads", "1"]  # fmt: skip

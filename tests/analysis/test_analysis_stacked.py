@@ -199,9 +199,9 @@ def test_stacked_regulariser_models_equal_single_runs(tmp_path, option):
 
 
 def _profile_module():
-    """``benchmarks/analysis_job_profile.py``, which holds the job's code before issue 30,
-    item 4 (the oracle of the speed-ups, which must change no number) for its same-run
-    ratio: one copy for both."""
+    """``benchmarks/analysis_job_profile.py``, which holds the job's code without its
+    speed-ups (their oracle, which must change no number) for its same-run ratio: one copy
+    for both."""
     import importlib.util
     from pathlib import Path
 
@@ -222,7 +222,7 @@ def _use_todays_code(monkeypatch):
 
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 def test_speed_ups_change_no_number(tmp_path, monkeypatch, activation):
-    """Issue 30, item 4: the job keeps freed gradients in the process (glibc's mallopt) and
+    """The job keeps freed gradients in the process (glibc's mallopt) and
     evaluates in small in-place chunks; every file it writes equals today's code's: the
     training bit for bit, the evaluations to float rounding (a product's rows can round
     differently in another chunk size; the digits' 539 test images take three forward

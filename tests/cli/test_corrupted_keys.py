@@ -1,4 +1,4 @@
-"""Issue 28 item 22: a corrupted-images file with an unknown array is refused by name."""
+"""A corrupted-images file with an unknown array is refused by name."""
 
 from __future__ import annotations
 

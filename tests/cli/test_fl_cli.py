@@ -102,7 +102,7 @@ def test_pools_mix_held_out_and_test_images_and_never_training_ones(tmp_path):
     assert not np.array_equal(pools["run_test"][0], pools["run_test"][1])
 
 
-# -- issue 28 items 7, 8, 18, 22 (the fl-* steps) ---------------------------------------------
+# -- the fl-* steps ----------------------------------------------------------------------------
 def test_features_refuse_a_shift_file_of_other_pools(tmp_path, capsys):
     _pools(tmp_path / "a.npz", dataset="mnist", seed=0)
     _pools(tmp_path / "b.npz", dataset="fashion-mnist", seed=1)

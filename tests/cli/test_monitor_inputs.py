@@ -1,5 +1,5 @@
-"""Inputs of fit/score/features: one scale rule (28.17), labels the model cannot output
-(28.21), torch's own INFO logs after Ctrl-C (28.23)."""
+"""Inputs of fit/score/features: one scale rule, labels the model cannot output, torch's
+own INFO logs after Ctrl-C."""
 
 from __future__ import annotations
 

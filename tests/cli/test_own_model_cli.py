@@ -147,7 +147,7 @@ def test_softmax_needs_no_labels(workdir: Path) -> None:
             "--method", "softmax", "--out", "sm2.npz",
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
-    # issue 31.6: one rule for every method, as in Python (fit(X) without y): without
+    # one rule for every method, as in Python (fit(X) without y): without
     # --refs the clean images are the references, grouped by the model's predicted class
     proc = _cli(workdir, "fit", "--model", "cnn.pt2", "--clean", "clean.npz", "--out", "x.npz")
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""Issue 29: Rabanser et al.'s other data set, CIFAR-10, through the fl-* steps (tiny files the
+"""Rabanser et al.'s other data set, CIFAR-10, through the fl-* steps (tiny files the
 test writes in torchvision's layout; the real data set is not offline here)."""
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def test_batched_ks_p_values_equal_scipy_with_ties(n, d):
     assert np.array_equal(p_value, np.asarray(expected))
 
 
-# -- issue 29: independent runs ---------------------------------------------------------------
+# -- independent runs --------------------------------------------------------------------------
 def test_runs_split_the_unseen_set_afresh_and_disjointly():
     splits = [run_split(1000, 400, 500, seed=3, run=r) for r in range(3)]
     for ref, test in splits:

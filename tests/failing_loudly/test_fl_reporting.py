@@ -96,7 +96,7 @@ def test_no_calibration_draws_is_an_error():
     assert np.isfinite(accuracy_table(rec)["rate"]).all()
 
 
-# -- issue 29: intervals that count independent runs ------------------------------------------
+# -- intervals that count independent runs ------------------------------------------
 def _run_records(run_rates, draws=30, dataset="mnist", method="noredu+ks", shift="ko_shift"):
     """Each run rejects all or none of its draws (the draws of a run are copies)."""
     rows = []
@@ -154,7 +154,7 @@ def test_rabanser_tables_pool_data_sets_and_carry_only_zero_forward():
         rabanser_table1b(rec)
 
 
-# -- issue 29: ranks with significance --------------------------------------------------------
+# -- ranks with significance --------------------------------------------------------
 def test_rank_table_matches_a_hand_computed_friedman_statistic():
     from dgpbench.failing_loudly.ranks import friedman_ranks, rank_table
     from dgpbench.failing_loudly.reporting import _with_rows
@@ -187,7 +187,7 @@ def test_write_report_writes_the_rank_table(tmp_path):
 
 
 def test_formula_text_from_tags_is_inert_in_csv_and_markdown(tmp_path):
-    # issue 28 item 19: --tag values reach the tables as labels
+    # --tag values reach the tables as labels
     rec = _records(RATES).assign(dataset='=HYPERLINK("http://x","y")', kind="@cmd")
     write_report(rec, tmp_path, alpha=0.05)
     for name in ("fl_table1a_accuracy", "fl_best_per_shift", "fl_false_positives"):

@@ -154,7 +154,7 @@ def test_the_head_is_the_longest_trailing_mlp():
         (nn.Sequential(nn.Linear(4, 4), nn.Conv1d(1, 1, 1)), ValueError, "does not end in an MLP"),
         (nn.Sequential(nn.Conv2d(1, 2, 3), nn.Linear(6, 2)), ValueError, "not \\(N, features\\)"),
         ((np.eye(3), nn.Sequential(nn.Linear(3, 2))), TypeError, "body of a \\(body, head\\) pair"),
-        # any module is run (issue 31): one that cannot take the images says so
+        # any module is run: one that cannot take the images says so
         (nn.Linear(3, 2), ValueError, r"cannot take input of shape \(120, 8, 8\)"),
     ],
 )
@@ -165,7 +165,7 @@ def test_bad_models_are_clear_errors(model, error, match, images):
 
 
 def test_sequential_subclass_with_its_own_forward_is_run_not_read():
-    # issue 31: its modules need not run in order, so it is split by running it (find_head)
+    # its modules need not run in order, so it is split by running it (find_head)
     class Reversed(nn.Sequential):
         def forward(self, x):
             for m in reversed(self):

@@ -1,4 +1,4 @@
-"""Any torch network (issue 31): three networks no one here wrote, from Python and the shell.
+"""Any torch network: three networks no one here wrote, from Python and the shell.
 
 pytorch/examples' MNIST ``Net`` (two convolutions, max-pool, dropout, fc 9216-128-10,
 ``log_softmax``, its own ``forward``), torchvision's ``resnet18(num_classes=10)`` and an MLP
@@ -190,7 +190,7 @@ def test_every_method_takes_the_networks_from_python(nets, name, methods):
 
 
 def test_normalisation_inside_a_sequential_factory_keeps_the_channel_axis():
-    # issue 31: Sequential(Normalize(), conv...) on (N, H, W) images gets (N, 1, H, W)
+    # Sequential(Normalize(), conv...) on (N, H, W) images gets (N, 1, H, W)
     class Normalize(torch.nn.Module):
         def forward(self, x):
             return (x - 0.1307) / 0.3081

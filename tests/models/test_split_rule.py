@@ -42,7 +42,7 @@ def test_an_unsupported_layer_between_linear_maps_is_an_error_naming_it(layer, n
 
 @pytest.mark.parametrize("norm", [nn.BatchNorm1d(6), nn.LayerNorm(6)], ids=["batch", "layer"])
 def test_a_normalisation_layer_between_linear_maps_makes_a_body_with_a_warning(norm, caplog):
-    # issue 31: BatchNorm/LayerNorm mix a sample's units (or batch statistics): not an
+    # BatchNorm/LayerNorm mix a sample's units (or batch statistics): not an
     # element-wise layer of the graph but a body; the warning names the linear map left there
     net = _seeded(nn.Linear(4, 6), norm, nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 3)).eval()
     with caplog.at_level(logging.INFO, logger="dgpbench.models.cnn"):

@@ -1,4 +1,4 @@
-"""The R² comparison's agreement criterion (issue 30, item 3): beside the 2-point tolerance,
+"""The R² comparison's agreement criterion: beside the 2-point tolerance,
 the published value inside our bootstrap interval, and a sign test over a column's cells
 (12 of 12 on one side is flagged, not averaged away)."""
 

@@ -1,4 +1,4 @@
-"""Issue 29 part 3: the DGP paper's Table 1 methods ranked with Friedman's and Nemenyi's tests."""
+"""The DGP paper's Table 1 methods ranked with Friedman's and Nemenyi's tests."""
 
 from __future__ import annotations
 

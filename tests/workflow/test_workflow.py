@@ -1,12 +1,13 @@
 """The Snakemake workflow end to end: config validation, determinism, resuming after kill -9.
 
 Every run here uses a tiny configuration (one small digits model, two methods, two
-corruptions at one intensity, 20 draws) in its own working directory.
+corruptions at one intensity, 20 draws); the runs that only read outputs share one.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,12 +77,19 @@ def test_command_line_selection_without_editing_files(tmp_path):
     assert "softmax" not in proc.stdout and "images/digits/GN.npz" not in proc.stdout
 
 
-@pytest.mark.slow
-def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path):
-    config = tiny_config()
-    first = run_workflow(tmp_path / "a", config)
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    """The default target of :func:`tiny_config` run once, uninterrupted (its folder)."""
+    workdir = tmp_path_factory.mktemp("tiny")
+    first = run_workflow(workdir, tiny_config())
     assert first.returncode == 0, first.stderr[-3000:]
-    tables = _tables(tmp_path / "a")
+    return workdir
+
+
+@pytest.mark.slow
+def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path, tiny_run):
+    config = tiny_config()
+    tables = _tables(tiny_run)
     assert {"table1_shift_detection.md", "table_appendix_calibration.csv"} <= set(tables)
 
     # Second run: kill -9 the whole process group as soon as a features job is running.
@@ -108,9 +116,10 @@ def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path):
 
 
 @pytest.mark.slow
-def test_comparison_on_a_tiny_grid_with_a_made_up_published_table(tmp_path):
+def test_comparison_on_a_tiny_grid_with_a_made_up_published_table(tmp_path, tiny_run):
     """The compare rule on a real run: the made-up table is this run's Table 1 plus offsets
     chosen here, with cells the run did not compute (n = 200, MAGDiff, MNIST)."""
+    shutil.copytree(tiny_run, tmp_path, dirs_exist_ok=True)  # the run's files, times kept
     config = tiny_config(
         report={
             "pool_deltas": [0.5],

@@ -53,27 +53,41 @@ def test_bad_custom_method_stops_before_any_job(tmp_path, method, message):
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.slow
-def test_custom_method_runs_through_tables_figures_and_report(tmp_path):
-    config = tiny_config(methods=["softmax", SPEC], corruptions=["GN"])
-    run = _snakemake(tmp_path, config)
+# One tiny grid for every test that runs it: a custom method beside the built-in softmax, and
+# Failing loudly's dgp_approx and a model-free reduction (fitted on the reference images).
+METHODS = ["softmax", SPEC, "dgp_approx", "pca"]
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory) -> tuple[Path, dict]:
+    """The workflow's default target run once on :data:`METHODS` (the folder, its config)."""
+    workdir = tmp_path_factory.mktemp("custom")
+    config = tiny_config(methods=METHODS, corruptions=["GN"])
+    run = _snakemake(workdir, config)
     assert run.returncode == 0, run.stderr[-3000:]
-    results = tmp_path / "results"
+    return workdir, config
+
+
+@pytest.mark.slow
+def test_custom_method_runs_through_tables_figures_and_report(grid):
+    workdir, config = grid
+    results = workdir / "results"
     assert (results / "features" / "digits" / "h16-l2-s0" / f"{SPEC}.npz").is_file()
     records = pd.read_csv(results / "aggregate" / "records.csv.gz")
-    assert set(records["method"]) == {"softmax", SPEC}
+    assert set(records["method"]) == set(METHODS)
     table1 = pd.read_csv(results / "tables" / "table1_shift_detection.csv")
-    assert set(table1["Method"]) == {"Softmax", "LogitFeatures"}  # display labels
+    labels = {"Softmax", "LogitFeatures", METHOD_LABELS["dgp_approx"], METHOD_LABELS["pca"]}
+    assert set(table1["Method"]) == labels  # display labels
     md = (results / "tables" / "table1_shift_detection.md").read_text()
     assert re.search(r"^\| 50 +\| LogitFeatures +\|", md, re.M)
     auroc = pd.read_csv(results / "tables" / "table_auroc.csv")
-    assert set(auroc["method"]) == {"softmax", SPEC} and auroc["auroc"].between(0, 1).all()
+    assert set(auroc["method"]) == set(METHODS) and auroc["auroc"].between(0, 1).all()
     for stem in ("fig_gn_by_n", "fig_overview", "fig_calibration"):
         assert (results / "figures" / f"{stem}.png").stat().st_size > 1000
 
-    report = _snakemake(tmp_path, config, "--report", "report.html")
+    report = _snakemake(workdir, config, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "report.html").read_text()
+    html = (workdir / "report.html").read_text()
 
     def item(path: str) -> bool:  # an entry of the report (not only a mention of the file)
         return f'"results/{path}": {{"name"' in html
@@ -110,13 +124,14 @@ def test_schema_admits_every_built_in_method():
 
 
 @pytest.mark.slow
-def test_failing_loudlys_representations_run_in_the_shift_grid(tmp_path):
+def test_failing_loudlys_representations_run_in_the_shift_grid(grid):
     """dgp_approx and a model-free reduction (fitted on the reference images) through
     features, detection and Table 1 of the paper's protocol."""
-    config = tiny_config(methods=["dgp_approx", "pca"], corruptions=["GN"])
-    run = _snakemake(tmp_path, config, "tables")
-    assert run.returncode == 0, run.stderr[-3000:]
-    records = pd.read_csv(tmp_path / "results" / "aggregate" / "records.csv.gz")
-    assert set(records["method"]) == {"dgp_approx", "pca"}
-    table1 = pd.read_csv(tmp_path / "results" / "tables" / "table1_shift_detection.csv")
-    assert set(table1["Method"]) == {METHOD_LABELS["dgp_approx"], METHOD_LABELS["pca"]}
+    results = grid[0] / "results"
+    for method in ("dgp_approx", "pca"):
+        assert (results / "features" / "digits" / "h16-l2-s0" / f"{method}.npz").is_file()
+    records = pd.read_csv(results / "aggregate" / "records.csv.gz")
+    assert {"dgp_approx", "pca"} <= set(records["method"])
+    assert records.groupby("method").size().nunique() == 1  # as many records as softmax
+    table1 = pd.read_csv(results / "tables" / "table1_shift_detection.csv")
+    assert {METHOD_LABELS["dgp_approx"], METHOD_LABELS["pca"]} <= set(table1["Method"])
