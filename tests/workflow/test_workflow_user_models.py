@@ -13,6 +13,8 @@ import yaml
 from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
 from torch import nn
 
+from dgpbench.cli.main import main
+
 FACTORY = """\
 import torch
 from torch import nn
@@ -74,12 +76,8 @@ def test_user_model_features_detect_and_aggregate(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     assert not (tmp_path / "results" / "models").exists()  # nothing trained for them
     out = tmp_path / "records.csv"
-    proc = subprocess.run(
-        [sys.executable, "-m", "dgpbench", "aggregate", str(tmp_path / target),
-         str(tmp_path / "results/detect/digits/user-mlp/softmax.csv"), "--out", str(out)],
-        env=venv_env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    mlp = tmp_path / "results/detect/digits/user-mlp/softmax.csv"
+    assert main(["aggregate", str(tmp_path / target), str(mlp), "--out", str(out)]) == 0
     records = pd.read_csv(out)
     assert set(records["model"]) == {"user-cnn", "user-mlp"}
     assert set(records["kind"]) == {"user"} and records["hidden"].isna().all()
