@@ -26,7 +26,7 @@ def digits_model(tmp_path_factory):
     x_test, y_test = load_dataset("digits", split="test")
     out = tmp_path_factory.mktemp("model")
     arch = ArchConfig(n_inputs=64, hidden=32, n_layers=3, n_classes=10)
-    config = TrainConfig(epochs=15, seed=0, lr=3e-3, threads=2)
+    config = TrainConfig(epochs=15, seed=0, lr=3e-3, threads=1)
     ckpt = train_mlp(x_train, y_train, arch, config, out, dataset="digits", progress=False)
     model, _ = load_checkpoint(ckpt)
     return {"model": model, "path": ckpt, "train": (x_train, y_train), "test": (x_test, y_test)}
