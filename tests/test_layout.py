@@ -12,9 +12,8 @@ END_TO_END = {"workflow"}
 
 
 def _folders() -> set[str]:
-    return {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))} - {
-        "fixtures"
-    }
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir()}
+    return {name for name in folders if not name.startswith((".", "_"))} - {"fixtures"}
 
 
 def test_every_test_folder_names_a_subpackage_or_the_end_to_end_runs():
