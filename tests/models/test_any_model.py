@@ -219,7 +219,7 @@ def _shell_run(folder, name, test, *extra):
             np.savez(files[key], x=_images(shape, n, seed, noise))
     det = folder / f"{name}_{test}.npz"
     fit = ["fit", "--model", f"anynets:{name}", "--clean", str(files["clean"]), "--test", test,
-           "--out", str(det), "--threads", "2", *extra]  # fmt: skip
+           "--out", str(det), "--threads", "1", *extra]  # fmt: skip
     assert main(fit) == 0
     return det, files
 
