@@ -108,7 +108,7 @@ def test_tables_are_byte_identical_on_rerun(tmp_path):
     rec = _records(RATES)
     for out in ("a", "b"):
         reporting.main_table(rec, tmp_path / out)
-        reporting.figures(rec, tmp_path / out)
+    reporting.figures(rec, tmp_path / "a")  # the figures' bytes are not compared
     for name in (
         "table1_shift_detection.csv",
         "table1_shift_detection.md",
