@@ -13,20 +13,29 @@ from dgpbench.labels import NOT_COMPUTED
 from dgpbench.paper import reporting
 
 
-@pytest.fixture
-def captured(monkeypatch):
-    """The figures that reporting saves, by file stem (still open for inspection)."""
-    figures = {}
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """``draw(alpha)``: the figures that reporting saves for RATES' records (TU and DGP) at
+    level ``alpha``, by file stem, drawn once per ``alpha`` and kept open for inspection."""
+    cache = {}
 
-    def save(fig, stem, **kwargs):
-        figures[stem.name] = fig
-        return []
+    def draw(alpha: float = 0.05) -> dict:
+        if alpha not in cache:
+            figures = cache[alpha] = {}
 
-    monkeypatch.setattr(reporting, "save_figure", save)
-    close = plt.close
-    monkeypatch.setattr(plt, "close", lambda *a, **k: None)
-    yield figures
-    close("all")
+            def save(fig, stem, **kwargs):
+                figures[stem.name] = fig
+                return []
+
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(reporting, "save_figure", save)
+                patch.setattr(plt, "close", lambda *a, **k: None)
+                folder = tmp_path_factory.mktemp("figures")
+                reporting.figures(_records(RATES), folder, methods=["tu", "dgp"], alpha=alpha)
+        return cache[alpha]
+
+    yield draw
+    plt.close("all")
 
 
 def test_table1_html_has_bold_best_and_stars_in_the_papers_layout(tmp_path):
@@ -48,21 +57,19 @@ def test_ablation_table_header_names_n(tmp_path):
     assert r"n = 10" in (tmp_path / "table2_ablation.tex").read_text()
 
 
-def test_placeholders_share_one_wording(tmp_path, captured):
+def test_placeholders_share_one_wording(tmp_path, drawn):
     records = _records(RATES)
     reporting.ablation_tables(records, tmp_path, [])
     reporting.beyond_tables(records, tmp_path)
     for stem in ("table2_ablation", "table_beyond_shifts", "table_cnn", "table_cnn_calibration"):
         for ext in (".csv", ".md", ".tex", ".html"):
             assert f"{NOT_COMPUTED}. No " in (tmp_path / f"{stem}{ext}").read_text(), stem
-    reporting.figures(records, tmp_path, methods=["tu", "dgp"])
-    text = captured["fig_beyond"].axes[0].texts[0].get_text()
+    text = drawn()["fig_beyond"].axes[0].texts[0].get_text()
     assert text.startswith(f"{NOT_COMPUTED}. No ")
 
 
-def test_by_delta_panels_are_titled_once_and_bands_are_visible(tmp_path, captured):
-    reporting.figures(_records(RATES), tmp_path, methods=["tu", "dgp"])
-    fig = captured["fig_gn_by_delta"]
+def test_by_delta_panels_are_titled_once_and_bands_are_visible(drawn):
+    fig = drawn()["fig_gn_by_delta"]
     titles = [t.get_text() for ax in fig.axes for t in [ax.title, *ax.texts] if t.get_text()]
     assert "δ = 0.25" in titles and "δ = 0.5" in titles
     assert not any("delta" in t for t in titles)
@@ -71,9 +78,8 @@ def test_by_delta_panels_are_titled_once_and_bands_are_visible(tmp_path, capture
 
 
 @pytest.mark.parametrize(("alpha", "top"), [(0.05, 0.2), (0.2, 0.4)])
-def test_calibration_axis_zooms_on_alpha(tmp_path, captured, alpha, top):
-    reporting.figures(_records(RATES), tmp_path, methods=["tu", "dgp"], alpha=alpha)
-    axes = captured["fig_calibration"].axes
+def test_calibration_axis_zooms_on_alpha(drawn, alpha, top):
+    axes = drawn(alpha)["fig_calibration"].axes
     labels = [t.get_text() for ax in axes for t in ax.get_xticklabels()]  # bottom row only
     assert any(label.endswith(f"= {alpha:g}") for label in labels)
     for ax in axes:
