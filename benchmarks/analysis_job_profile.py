@@ -84,7 +84,7 @@ def today_stacked_accuracy(model, x, y):  # as before issue 30, item 4
 def todays_code() -> list[tuple[object, str, object]]:
     """The job's code before issue 30, item 4, as ``(module, attribute, value)`` to set: no
     retained heap, the evaluations as they were, activations out of place. The one copy:
-    ``tests/test_analysis_stacked.py`` sets the same with ``monkeypatch`` (its oracle that the
+    ``tests/analysis/test_analysis_stacked.py`` sets the same with ``monkeypatch`` (its oracle that the
     speed-ups change no number)."""
     import torch
 

@@ -64,7 +64,7 @@ def test_train_five_seeds_stacked_vs_one_at_a_time(benchmark, tmp_path, hidden, 
     # Same models: seed 4 of the stacked run is seed 4 trained alone, to float tolerance.
     # Adam divides by the root of the squared gradients, so where a gradient is nearly zero
     # a rounding difference can flip a step's sign: a few weights in 10^5 then differ by a
-    # few learning rates (tests/test_training.py checks the close agreement on short runs).
+    # few learning rates (tests/models/test_training.py checks the close agreement on short runs).
     a = torch.load(tmp_path / "stacked" / "s4" / "epoch_01.00.pt", weights_only=True)
     b = torch.load(tmp_path / "single" / "s4" / "epoch_01.00.pt", weights_only=True)
     for key, value in b["state_dict"].items():

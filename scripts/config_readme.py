@@ -1,6 +1,6 @@
 """Write config/README.md, the reference of every configuration key, from the config schema.
 
-Usage: python scripts/config_readme.py   (tests/test_config_readme.py checks it is up to date)
+Usage: python scripts/config_readme.py   (tests/cli/test_config_readme.py checks it is up to date)
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -55,3 +56,14 @@ def venv_env() -> dict[str, str]:
     env = os.environ.copy()
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
+
+
+def snakemake(workdir: Path, config: dict, *args: str, timeout: float = 300):
+    """Write ``config.yaml`` into ``workdir`` and run plain Snakemake there."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--cores", "1", *args],
+        cwd=workdir, env=venv_env(), capture_output=True, text=True, timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip

@@ -15,6 +15,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# One intra-op thread per process (torch, and the workflow's jobs, which inherit it) unless the
+# caller asks for more: the suite's tensors are tiny, and two threads on a busy two-core machine
+# wait on each other (a 15-epoch digits MLP: 8 s on one thread, 144 s on two under load). Set
+# here, before any test module imports torch.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 def _has_mnist(root: Path) -> bool:
     raw = root / "MNIST" / "raw"
@@ -51,13 +57,13 @@ def shared_data_root() -> Path:
     return root
 
 
-# Test modules that run Snakemake end to end: marked `workflow`, so that CI's floor job
-# (.ci/floor: the library on its oldest dependencies) can leave them out.
-_WORKFLOW_MODULES = frozenset({"test_runner.py", "test_slurm.py"})
+# The end-to-end tests (tests/workflow/: Snakemake runs, `dgpbench run`, SLURM) are marked
+# `workflow`, so that CI's floor job (.ci/floor: the library on its oldest dependencies) can
+# leave them out.
+WORKFLOW_TESTS = REPO / "tests" / "workflow"
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        name = item.path.name
-        if "workflow" in name or name in _WORKFLOW_MODULES:
+        if item.path.is_relative_to(WORKFLOW_TESTS):
             item.add_marker(pytest.mark.workflow)

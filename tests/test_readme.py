@@ -41,7 +41,7 @@ def doc_pages() -> list[Path]:
 
 # Pages whose blocks another test runs as written, shell commands and Python interleaved:
 # page -> that test (the python blocks alone would miss the files the commands write).
-OWN_RUNNER = {"your-own-model.md": "tests/test_own_model_cli.py"}
+OWN_RUNNER = {"your-own-model.md": "tests/cli/test_own_model_cli.py"}
 
 
 def code_sources() -> list[tuple[Path, list[str]]]:

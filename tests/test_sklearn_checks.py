@@ -61,7 +61,7 @@ ESTIMATORS = [
     SoftmaxFeatures(_mlp()),
     SoftmaxFeatures(_mlp(), representation="distances"),
     # ChiSquareShiftDetector (one integer label column) and UAE/TAE (images) take inputs the
-    # generic checks never draw; tests/test_detectors_chi2.py and test_representations.py
+    # generic checks never draw; tests/detectors/test_detectors_chi2.py and test_representations.py
     # check their API instead.
     MMDShiftDetector(n_permutations=19, random_state=0),
     ClassifierShiftDetector(classifier=_logistic(), random_state=0),

@@ -1,0 +1,214 @@
+"""docs/your-own-model.md, run as written: a user's own CNN, fitted and scored from the shell.
+
+Every Python and shell block of the page runs here in order (Python blocks as scripts, ``my_models.py``
+written from the block that names it, each shell line as a command), and every command's
+exit status is the one its comment promises (``# exit status N``; 0 otherwise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "your-own-model.md"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _blocks() -> list[tuple[str, str]]:
+    return re.findall(r"```(\w+)\n(.*?)```", DOC.read_text(), re.S)
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [p for p in (extra.pop("PYTHONPATH", None), str(ROOT)) if p]
+    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"})
+    env.update(extra)
+    return env
+
+
+def _run_shell_line(line: str, cwd: Path) -> subprocess.CompletedProcess:
+    code, _, comment = line.partition("#")
+    words = shlex.split(code)
+    extra = {}
+    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+        key, _, value = words.pop(0).partition("=")
+        extra[key] = str(cwd / value) if key == "PYTHONPATH" else value
+    assert words[0] == "dgpbench", line
+    proc = subprocess.run(
+        [sys.executable, "-m", "dgpbench", *words[1:]],
+        cwd=cwd,
+        env=_env(extra),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    expected = re.search(r"exit status (\d)", comment)
+    want = int(expected[1]) if expected else 0
+    assert proc.returncode == want, (
+        line,
+        proc.returncode,
+        proc.stdout[-2000:],
+        proc.stderr[-2000:],
+    )
+    return proc
+
+
+def test_documented_two_commands_run(tmp_path: Path) -> None:
+    blocks = _blocks()
+    kinds = [k for k, _ in blocks]
+    assert kinds.count("bash") >= 2 and "python" in kinds
+    outputs = []
+    for i, (kind, text) in enumerate(blocks):
+        if kind == "python":
+            first = text.splitlines()[0].strip()
+            if first.startswith("# ") and first.endswith(".py"):
+                (tmp_path / first[2:]).write_text(text)  # a module the commands import
+                continue
+            script = tmp_path / f"block{i}.py"
+            script.write_text(text)
+            proc = subprocess.run(
+                [sys.executable, str(script)],
+                cwd=tmp_path,
+                env=_env({}),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            outputs.append(proc.stdout)
+        elif kind == "bash":
+            for line in text.splitlines():
+                if line.strip():
+                    outputs.append(_run_shell_line(line, tmp_path).stdout)
+    # The saved detector is what scored: the two-command path produced a detector file, and
+    # the Python block loading it reports the shift the shell reported.
+    assert (tmp_path / "cnn-dgp.npz").is_file()
+    assert outputs[-1].split()[0] == "True"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page's first Python block (model + images) and the fitted detector."""
+    cwd = tmp_path_factory.mktemp("own")
+    script = cwd / "make.py"
+    script.write_text(_blocks()[0][1])
+    subprocess.run([sys.executable, str(script)], cwd=cwd, env=_env({}), check=True, timeout=300)
+    assert (
+        _cli(
+            cwd, *"fit --model cnn.pt2 --clean clean.npz --method softmax --out sm.npz".split()
+        ).returncode
+        == 0
+    )
+    return cwd
+
+
+def _cli(cwd: Path, *args: str) -> SimpleNamespace:
+    """Run ``dgpbench ARGS`` in this process (no interpreter start-up) in folder ``cwd``."""
+    from dgpbench.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def test_saved_detector_gives_the_one_call_result(workdir: Path) -> None:
+    """score --detector and the one-call score print the same numbers (JSON)."""
+    import json
+
+    saved = _cli(workdir, "score", "--detector", "sm.npz", "--batch", "noisy.npz", "--json")
+    direct = _cli(
+        workdir, "score", "--model", "cnn.pt2", "--refs", "refs.npz", "--clean", "clean.npz",
+        "--batch", "noisy.npz", "--method", "softmax", "--json",
+    )  # fmt: skip
+    assert saved.returncode == direct.returncode == 1, saved.stderr + direct.stderr
+    a, b = json.loads(saved.stdout), json.loads(direct.stdout)
+    assert a["features"] == b["features"]
+    assert a["p_value"] == b["p_value"]
+
+
+def test_softmax_needs_no_labels(workdir: Path) -> None:
+    import numpy as np
+
+    np.savez(workdir / "unlabelled.npz", x=np.load(workdir / "refs.npz")["x"])
+    for refs in ([], ["--refs", "unlabelled.npz"]):
+        proc = _cli(
+            workdir, "fit", "--model", "cnn.pt2", "--clean", "clean.npz", *refs,
+            "--method", "softmax", "--out", "sm2.npz",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    # one rule for every method, as in Python (fit(X) without y): without
+    # --refs the clean images are the references, grouped by the model's predicted class
+    proc = _cli(workdir, "fit", "--model", "cnn.pt2", "--clean", "clean.npz", "--out", "x.npz")
+    assert proc.returncode == 0, proc.stderr
+    assert (workdir / "x.npz").exists()
+
+
+def test_detector_with_other_weights_is_refused(workdir: Path) -> None:
+    """A model whose weights differ from the fitted one: exit 2, the checksum named."""
+    import torch
+
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10)).eval()
+    torch.export.save(torch.export.export(net, (torch.zeros(2, 1, 8, 8),)), workdir / "other.pt2")
+    proc = _cli(
+        workdir, "score", "--detector", "sm.npz", "--model", "other.pt2", "--batch", "batch.npz"
+    )
+    assert proc.returncode == 2
+    assert "do not match" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"not a zip", "not a dgpbench detector"), (None, "not a dgpbench detector")],
+)
+def test_bad_detector_file_exit_2(workdir: Path, content: bytes | None, message: str) -> None:
+    import numpy as np
+
+    bad = workdir / "bad.npz"
+    if content is None:
+        np.savez(bad, x=np.zeros(3))  # an npz, but no detector
+    else:
+        bad.write_bytes(content)
+    proc = _cli(workdir, "score", "--detector", str(bad), "--batch", "batch.npz")
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_factory_import_error_is_clear(workdir: Path) -> None:
+    proc = _cli(
+        workdir, "score", "--model", "no_such_pkg_xyz.models:build", "--refs", "refs.npz",
+        "--clean", "clean.npz", "--batch", "batch.npz",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "cannot import module 'no_such_pkg_xyz.models'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_features_subcommand_takes_a_pt2(workdir: Path) -> None:
+    """`dgpbench features --model x.pt2` gives the Python API's features of the exported net."""
+    import numpy as np
+
+    from dgpbench import SoftmaxFeatures
+    from dgpbench.models.exported import load_exported
+
+    refs = np.load(workdir / "refs.npz")
+    x_test = np.load(workdir / "batch.npz")["x"]
+    np.savez(workdir / "sets.npz", x_ref=refs["x"], y_ref=refs["y"], x_test=x_test)
+    proc = _cli(
+        workdir, "features", "--method", "softmax", "--model", "cnn.pt2", "--clean", "sets.npz",
+        "--out", "feats.npz",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    module, _ = load_exported(workdir / "cnn.pt2")
+    want = SoftmaxFeatures(module).fit(refs["x"], refs["y"]).transform(x_test)
+    np.testing.assert_array_equal(np.load(workdir / "feats.npz")["clean"], want)
