@@ -41,7 +41,7 @@ _BATCH_LEVEL_TEST: dict[str, str] = {
 
 
 # A transformer over a trained MLP accepts exactly the model's input size; it raises a
-# ValueError naming both sizes otherwise (tested in tests/test_features.py). The conformance
+# ValueError naming both sizes otherwise (tested in tests/features/test_features.py). The conformance
 # test uses a 3-input model, so every check that draws X with another number of features
 # fails on that error before reaching what it checks.
 _FIXED_INPUT_SIZE = "the check draws X with {} features; a transformer over a trained MLP accepts only the model's input size (3 in the conformance test) and raises ValueError naming both sizes"

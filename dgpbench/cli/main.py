@@ -63,7 +63,7 @@ works, e.g.
 Run it in a clone of the repository (the workflow ships there, not in the package)."""
 
 
-#: The module that registers each subcommand (tests/test_cli_help.py checks this table
+#: The module that registers each subcommand (tests/cli/test_cli_help.py checks this table
 #: against the registrations): ``dgpbench score ...`` imports only its own module, not the
 #: workflow's (pandas, scipy.ndimage, ...), so a command starts as fast as it can.
 COMMAND_MODULES: dict[str, str] = {

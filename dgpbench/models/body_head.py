@@ -27,7 +27,7 @@ values, equals the next map's input); the body runs the network up to the head's
 The body runs in float32 (torch's fast kernels; deterministic cuDNN on a GPU) on chunks of a
 fixed :attr:`NetworkBody.chunk` images, the last one padded with zeros: every sample goes
 through the same kernel call shape whatever batch it comes in, so its body output, and hence
-its features, do not depend on the batch (measured bit-identical; tests/test_cnn.py checks it).
+its features, do not depend on the batch (measured bit-identical; tests/features/test_cnn.py checks it).
 The head keeps the batch-independent MLP forward pass of :class:`dgpbench.topology.graphs.MLPGraph`.
 
 :class:`~dgpbench.models.architectures.CNNConfig` is the workflow's small CNN family

@@ -17,7 +17,7 @@ They are loaded by :mod:`dgpbench.saved.files`' own loader (the same format chec
 estimators' own ``set_state``, network fingerprint and refit of the reference sample). Their
 parameter checks are built from the rules that the estimators' scikit-learn constraints are
 built from (:mod:`dgpbench.parameters`); the input checks that scikit-learn does for the
-estimators are done here, with the same outcome. ``tests/test_scoring.py`` holds them to
+estimators are done here, with the same outcome. ``tests/saved/test_scoring.py`` holds them to
 scikit-learn's ``_parameter_constraints`` value by value, to the estimators' results batch
 by batch, and to :func:`load_detector`'s refusals file by file. Every other detector loads
 as :func:`dgpbench.saved.files.load_detector` loads it.

@@ -20,7 +20,7 @@ import pytest
 from dgpbench.saved import load_detector, load_scorer
 from dgpbench.saved.scoring import RestoredKS, RestoredSoftmax
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "saved"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "saved"
 EXPECTED: dict[str, dict[str, Any]] = json.loads((FIXTURES / "expected.json").read_text())
 
 
