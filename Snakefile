@@ -5,7 +5,7 @@
 
 from snakemake.utils import min_version
 
-# The floor of pyproject.toml's snakemake requirement (tests/test_slurm.py checks they agree).
+# The floor of pyproject.toml's snakemake requirement (tests/workflow/test_slurm.py checks they agree).
 min_version("8.0")
 
 
