@@ -28,8 +28,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP)
 
+# One pytest-xdist worker per core (-n auto), each taking over the other's queue when its
+# own runs dry (worksteal); PYTEST_ARGS="-n 0" runs in one process.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest benchmarks --benchmark-only --benchmark-columns=min,mean,ops -p no:cacheprovider -s

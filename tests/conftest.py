@@ -67,3 +67,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.is_relative_to(WORKFLOW_TESTS):
             item.add_marker(pytest.mark.workflow)
+    # The end-to-end runs first: they are the longest tests, and started first they overlap
+    # the short ones on the other pytest-xdist worker instead of finishing the run alone.
+    items.sort(key=lambda item: not item.path.is_relative_to(WORKFLOW_TESTS))

@@ -194,8 +194,13 @@ def test_cnn_family_trains_with_the_mlp_protocol_and_round_trips(tmp_path, image
     model, meta = load_checkpoint(path)
     assert meta["kind"] == "cnn" and CNNConfig(**meta["arch"]) == arch
     assert meta["metrics"]["val_acc"] > 0.3  # chance is 0.1
+    # Same seed, same weights: up to float32 rounding, since oneDNN's convolution kernels
+    # may sum in another order from one process state to the next (buffer alignment), which
+    # shows in the last bit after training. A seeding fault moves weights by far more.
     for key, value in model.state_dict().items():
-        assert torch.equal(value, load_checkpoint(again)[0].state_dict()[key])
+        torch.testing.assert_close(
+            value, load_checkpoint(again)[0].state_dict()[key], rtol=1e-5, atol=1e-6
+        )
     x_ref, y_ref, x_test = images
     via_path = make_features("dgp", path).fit(x_ref, y_ref).transform(x_test)
     np.testing.assert_array_equal(
