@@ -58,12 +58,37 @@ def venv_env() -> dict[str, str]:
     return env
 
 
-def snakemake(workdir: Path, config: dict, *args: str, timeout: float = 300):
-    """Write ``config.yaml`` into ``workdir`` and run plain Snakemake there."""
+def snakemake(
+    workdir: Path,
+    config: dict | None,
+    *args: str,
+    timeout: float = 300,
+    cores: int | None = 1,
+    profile: str | None = None,
+    importable: bool = False,
+    via_dgpbench: bool = False,
+) -> subprocess.CompletedProcess:
+    """Run the workflow in ``workdir``: plain Snakemake, or ``dgpbench run`` (``via_dgpbench``).
+
+    ``config`` is written to ``workdir/config.yaml`` (None: leave what is there); ``cores``
+    None and ``profile`` None add neither option (``profile`` names one of
+    ``workflow/profiles/``); ``importable`` puts ``workdir`` on the jobs' ``PYTHONPATH``, for a
+    user's module written there.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    if config is not None:
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    env = venv_env()
+    if importable:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(workdir), env.get("PYTHONPATH")) if p)
+    command = [
+        sys.executable, "-m", *(("dgpbench", "run") if via_dgpbench else ("snakemake",)),
+        "--snakefile", str(SNAKEFILE), "--directory", str(workdir),
+        *(("--cores", str(cores)) if cores is not None else ()),
+        *(("--profile", str(REPO / "workflow" / "profiles" / profile)) if profile else ()),
+        *args,
+    ]  # fmt: skip
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--cores", "1", *args],
-        cwd=workdir, env=venv_env(), capture_output=True, text=True, timeout=timeout,
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip

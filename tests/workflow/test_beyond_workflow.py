@@ -3,30 +3,20 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from _workflow import REPO, SNAKEFILE, venv_env
+from _workflow import REPO, snakemake
 
 BEYOND = REPO / "config" / "beyond.yaml"
 
 
 def _snakemake(workdir: Path, config: dict, *args: str, timeout: float = 300):
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    cmd = [
-        sys.executable, "-m", "dgpbench", "run", "--snakefile", str(SNAKEFILE),
-        "--directory", str(workdir), "--cores", "2", "--profile",
-        str(REPO / "workflow" / "profiles" / "local"), *args,
-    ]  # fmt: skip
-    return subprocess.run(
-        cmd, cwd=workdir, env=venv_env(), capture_output=True, text=True, timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return snakemake(
+        workdir, config, *args, cores=2, profile="local", via_dgpbench=True, timeout=timeout
+    )
 
 
 def test_beyond_config_dry_runs(tmp_path):

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 import yaml
-from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
+from _workflow import REPO, snakemake, tiny_config
 
 from dgpbench.failing_loudly.grid import parse_method
 
@@ -16,12 +13,7 @@ FL_CONFIG = REPO / "config" / "failing_loudly.yaml"
 
 
 def _snakemake(workdir, *args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory",
-         str(workdir), *args],
-        cwd=workdir, env=venv_env(), capture_output=True, text=True, timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return snakemake(workdir, None, *args, cores=None, timeout=timeout)
 
 
 def _job_counts(stdout: str) -> dict[str, int]:

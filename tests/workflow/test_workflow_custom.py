@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
+from _workflow import REPO, snakemake, tiny_config
 from test_readme import custom_method_module
 
 from dgpbench.labels import METHOD_LABELS
@@ -22,19 +20,8 @@ SPEC = "my_methods:LogitFeatures"
 def _snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
     """Run the workflow in ``workdir`` with the README's example method importable there."""
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     (workdir / "my_methods.py").write_text(custom_method_module())
-    env = venv_env()
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(workdir), env.get("PYTHONPATH")) if p)
-    command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory",
-        str(workdir), "--cores", "2", "--profile", str(REPO / "workflow" / "profiles" / "local"),
-        *args,
-    ]  # fmt: skip
-    return subprocess.run(
-        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=600,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return snakemake(workdir, config, *args, cores=2, profile="local", importable=True, timeout=600)
 
 
 @pytest.mark.parametrize(

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import torch
-import yaml
-from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
+from _workflow import snakemake, tiny_config
 from torch import nn
 
 from dgpbench.cli.main import main
@@ -27,18 +24,7 @@ def net():
 
 
 def _snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    env = venv_env()
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(workdir), env.get("PYTHONPATH")) if p)
-    command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory",
-        str(workdir), "--cores", "2", "--profile", str(REPO / "workflow" / "profiles" / "local"),
-        *args,
-    ]  # fmt: skip
-    return subprocess.run(
-        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=600,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return snakemake(workdir, config, *args, cores=2, profile="local", importable=True, timeout=600)
 
 
 def _setup(tmp_path: Path) -> dict:
