@@ -139,3 +139,8 @@ def test_readers_refuse_what_is_not_a_regular_file_by_name(tmp_path):
             open_npz(path)
         with pytest.raises(ValueError, match=f"checkpoint {path} is a socket, not a regular"):
             check_zip_archive(path, "checkpoint")
+    # a fifo named as a checkpoint: refused by what it is, not "does not exist"
+    from dgpbench.models.checkpoints import load_checkpoint
+
+    with pytest.raises(ValueError, match="is a named pipe \\(fifo\\), not a regular file"):
+        load_checkpoint(tmp_path / "fifo")
