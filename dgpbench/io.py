@@ -3,6 +3,11 @@
 A run killed mid-write leaves either the old file or no file, never a truncated one, so an
 interrupted workflow resumes cleanly. Files get the permissions a plain ``open()`` would give
 them (``0666`` minus the umask), not the private ``0600`` of a temporary file.
+
+Only a regular file is ever replaced: an existing output path that is a directory, a fifo, a
+device (``/dev/null``, ``/dev/full``) or a socket is refused before anything is written, since
+renaming over it would destroy it. A link to a regular file is followed, as ``open()`` follows
+it: the file it points to is replaced and the link kept.
 """
 
 from __future__ import annotations
@@ -10,12 +15,15 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from dgpbench.npz import file_type
 
 if TYPE_CHECKING:  # pandas is imported by the callers that write tables, not here
     import pandas as pd
@@ -35,6 +43,70 @@ def _umask() -> int:
     return mask
 
 
+def output_problem(path: str | os.PathLike, *, folder: bool = False) -> str | None:
+    """Why ``path`` cannot be written as an output, or None if it can; nothing is written.
+
+    Links are followed. An existing path must be a regular file (with ``folder``, a
+    directory); otherwise its nearest existing parent must be a directory this process may
+    write into (it gets the missing folders below it).
+
+    Parameters
+    ----------
+    path : path-like
+        The output file (or folder).
+    folder : bool, default=False
+        Whether ``path`` is an output folder.
+
+    Returns
+    -------
+    str or None
+        The reason, a phrase about ``path`` without its name (``"it is a directory, not a
+        regular file"``), or None.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> output_problem(tempfile.gettempdir())
+    'it is a directory, not a regular file'
+    >>> output_problem(tempfile.gettempdir(), folder=True) is None
+    True
+    """
+    real = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(real).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None  # missing, or below a file (reported below)
+    except OSError as exc:  # a link loop, no permission
+        return f"it cannot be checked ({exc.strerror or exc})"
+    if mode is not None:
+        wanted = stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+        if not wanted:
+            return f"it is {file_type(mode)}, not {'a directory' if folder else 'a regular file'}"
+        where = real if folder else real.parent
+    else:
+        where = next(p for p in real.parents if os.path.lexists(p))
+        if not where.is_dir():
+            return f"{where} is not a directory"
+    if not os.access(where, os.W_OK | os.X_OK):
+        return f"the folder {where} is not writable (read-only, or no permission)"
+    return None
+
+
+def _regular_target(path: Path) -> Path:
+    """The file an output at ``path`` replaces (links followed); an error if not a regular one."""
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        return real
+    if not stat.S_ISREG(mode):
+        raise ValueError(
+            f"cannot write {path}: it is {file_type(mode)}, not a regular file; dgpbench "
+            "replaces only regular files (choose a file path)"
+        )
+    return real
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success move it onto ``path``.
@@ -42,7 +114,8 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     Parameters
     ----------
     path : path-like
-        The final destination. Missing parent folders are created.
+        The final destination: a regular file or a new path (a link to a regular file
+        is followed). Missing parent folders are created.
     suffix : str, optional
         Suffix of the temporary file (some writers, like ``np.savez``, append one otherwise).
 
@@ -53,10 +126,13 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
 
     Raises
     ------
+    ValueError
+        If ``path`` exists and is not a regular file (a directory, a fifo, a device such as
+        ``/dev/null``, a socket), before anything is written.
     OSError
         As raised by the writer; one without a file name (a full disk) gets ``path``.
     """
-    path = Path(path)
+    path = _regular_target(Path(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, tmp = tempfile.mkstemp(

@@ -5,6 +5,8 @@ An ``.npz`` is a zip archive of ``.npy`` arrays, and both layers declare sizes t
 trusts: a 4 KB file can declare a 3.6 TiB array, and a few hundred kB of deflated zeros
 inflate to gigabytes. :func:`open_npz` refuses, before reading any data,
 
+* a path that is not a regular file once links are followed (a fifo blocks the reader, a
+  device such as ``/dev/zero`` never ends), checked before the file is opened;
 * a member that is encrypted or uses a compression method other than stored or deflate;
 * an archive whose members declare more than :func:`max_input_bytes` bytes in all;
 * an array whose header declares more than that many bytes, or Python objects (which would
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import zipfile
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +35,9 @@ __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "MAX_INPUT_BYTES_ENV",
     "NpzReader",
+    "check_regular_file",
     "check_zip_archive",
+    "file_type",
     "max_input_bytes",
     "open_npz",
 ]
@@ -65,6 +70,58 @@ def max_input_bytes() -> int:
     if not (math.isfinite(value) and value >= 1):
         raise ValueError(f"{MAX_INPUT_BYTES_ENV} must be a positive number of bytes, got {text!r}")
     return int(value)
+
+
+def file_type(mode: int) -> str:
+    """What a file mode (``os.stat(path).st_mode``) says a path is, for error messages.
+
+    Examples
+    --------
+    >>> import stat
+    >>> file_type(stat.S_IFIFO), file_type(stat.S_IFREG)
+    ('a named pipe (fifo)', 'a regular file')
+    """
+    for test, name in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (fifo)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular_file(path: str | os.PathLike[str], what: str = "") -> None:
+    """Refuse a path that exists but is not a regular file, without opening it.
+
+    Links are followed (``os.stat``): a link to a regular file passes, a link to ``/dev/zero``
+    does not. A missing path passes, for the caller to report.
+
+    Parameters
+    ----------
+    path : path-like
+        The input file.
+    what : str, optional
+        What the file is, put before its name in the message (``"checkpoint"``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``path`` and what it is (a fifo, a device, a socket, a directory).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        name = f"{what} {path}" if what else str(path)
+        raise ValueError(
+            f"{name} is {file_type(mode)}, not a regular file: dgpbench reads its inputs "
+            "only from regular files"
+        )
 
 
 def _size(n: int) -> str:
@@ -178,7 +235,8 @@ def open_npz(path: str | os.PathLike[str]) -> NpzReader:
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If ``path`` is a folder, not an ``.npz`` archive, or breaks a rule above.
+        If ``path`` is a folder, a fifo, a device or a socket, not an ``.npz`` archive, or
+        breaks a rule above.
 
     Examples
     --------
@@ -194,6 +252,7 @@ def open_npz(path: str | os.PathLike[str]) -> NpzReader:
         raise ValueError(f"{path} is a directory, not an .npz file")
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
+    check_regular_file(path)  # before opening: a fifo would block, /dev/zero never end
     limit = max_input_bytes()
     try:
         archive = zipfile.ZipFile(path)
@@ -222,6 +281,7 @@ def check_zip_archive(path: str | os.PathLike[str], what: str = "file") -> None:
         Naming ``path`` and the member that breaks a rule.
     """
     path = Path(path)
+    check_regular_file(path, what)  # is_zipfile opens it: a fifo would block
     if not zipfile.is_zipfile(path):
         return
     limit = max_input_bytes()

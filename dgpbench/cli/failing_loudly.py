@@ -557,6 +557,7 @@ def _figure_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("records", nargs="+", help="record CSVs of `dgpbench fl-detect`")
     p.add_argument("--dataset", required=True, help="the data set whose panels to draw")
     p.add_argument("--out", required=True, help="figure stem (writes .png and .pdf)")
+    p.set_defaults(_out_suffixes=(".png", ".pdf"))  # the files refuse_unwritable_output checks
     p.add_argument(
         "--cd-out", default=None, help="also the critical-difference diagram (figure stem)"
     )

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -188,12 +189,43 @@ def _same_file(a: object, b: object) -> bool:
         return False
 
 
+#: ``package.module:name``, the form of ``--model`` factories and custom ``--method`` classes.
+_IMPORT_SPEC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):[A-Za-z_]\w*")
+
+
+def _module_file(value: object) -> str | None:
+    """The source file of the module a ``package.module:name`` value imports, found without
+    importing it (no package's code runs); None for any other value or a module not found.
+    """
+    match = _IMPORT_SPEC.fullmatch(value) if isinstance(value, str) else None
+    if match is None or os.path.exists(value):
+        return None
+    from importlib.machinery import PathFinder
+
+    loaded = sys.modules.get(match[1])
+    if loaded is not None:
+        return getattr(loaded, "__file__", None)
+    spec, name, search = None, "", None
+    for part in match[1].split("."):
+        name = f"{name}.{part}" if name else part
+        try:
+            spec = PathFinder.find_spec(name, search)
+        except (ImportError, OSError, ValueError):
+            return None
+        if spec is None:
+            return None
+        search = spec.submodule_search_locations
+    return spec.origin if spec is not None else None
+
+
 def refuse_output_over_input(args: argparse.Namespace) -> None:
     """Refuse an ``--out``/``--out-dir`` that is one of the command's inputs, before any work.
 
     Every option value of the parsed command is compared with the output path (the same
     file, through links too): ``fit --out cnn.pt2 --model cnn.pt2`` would otherwise replace
-    the model with the detector, ``--out clean.npz`` the images.
+    the model with the detector, ``--out clean.npz`` the images. The module file of a
+    ``package.module:name`` value counts as an input too (``--model mynets:net --out
+    mynets.py``).
 
     Raises
     ------
@@ -208,11 +240,47 @@ def refuse_output_over_input(args: argparse.Namespace) -> None:
             if key in ("out", "out_dir") or key.startswith("_"):
                 continue
             for item in value if isinstance(value, (list, tuple)) else [value]:
-                if isinstance(item, (str, os.PathLike)) and _same_file(item, target):
+                if not isinstance(item, (str, os.PathLike)):
+                    continue
+                what = ""
+                if not _same_file(item, target):
+                    module = _module_file(item)
+                    if module is None or not _same_file(module, target):
+                        continue
+                    what = "the module of "
+                raise CommandError(
+                    f"--{out_key.replace('_', '-')} {target} is also {what}the input "
+                    f"--{key.replace('_', '-')} {item}: writing it would destroy that input; "
+                    "choose another output path"
+                )
+
+
+def refuse_unwritable_output(args: argparse.Namespace) -> None:
+    """Refuse an ``--out``, ``--out-dir`` or ``--out-dirs`` that cannot be written, before
+    any work: an existing path that is not a regular file (a directory, a fifo, a device
+    such as ``/dev/null``; with ``--out-dir``, not a directory), or one in a folder that is
+    not writable (see :func:`dgpbench.io.output_problem`). A command whose ``--out`` is a
+    file-name stem (``fl-figure``) sets ``_out_suffixes``: those files are checked.
+
+    Raises
+    ------
+    CommandError
+        Naming the option, the path and the reason.
+    """
+    from dgpbench.io import output_problem
+
+    suffixes = getattr(args, "_out_suffixes", ("",))
+    for key, folder in (("out", False), ("out_dir", True), ("out_dirs", True)):
+        value = getattr(args, key, None)
+        for target in value if isinstance(value, (list, tuple)) else [value]:
+            if not isinstance(target, (str, os.PathLike)):
+                continue
+            for suffix in ("",) if folder else suffixes:
+                reason = output_problem(f"{os.fspath(target)}{suffix}", folder=folder)
+                if reason is not None:
                     raise CommandError(
-                        f"--{out_key.replace('_', '-')} {target} is also the input "
-                        f"--{key.replace('_', '-')}: writing it would destroy that input; "
-                        "choose another output path"
+                        f"--{key.replace('_', '-')} {os.fspath(target)}{suffix}: {reason}; "
+                        "nothing was written"
                     )
 
 
@@ -250,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         command = f"dgpbench {args.command}"
         refuse_output_over_input(args)
+        refuse_unwritable_output(args)
         status = int(args._run(args) or 0)
         _flush_stdout()
         return status

@@ -445,8 +445,9 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     from dgpbench.threads import torch_threads
 
     test = _setting(args, "test")
-    if test == "classif" and args.method is not None:
-        raise CommandError("--method is not used by --test classif (it tests the images)")
+    for option in ("method", "head"):
+        if test == "classif" and getattr(args, option, None) is not None:
+            raise CommandError(f"--{option} is not used by --test classif (it tests the images)")
     method = (
         "images" if test == "classif" else args.method or ("bbsdh" if test == "chi2" else "dgp")
     )

@@ -647,7 +647,7 @@ def _load_digits(split: str) -> _Raw:
 # npz files
 # --------------------------------------------------------------------------------------------
 def _open_npz(path: Path) -> Any:
-    if not path.is_file() and not path.is_dir():
+    if not path.exists():  # a fifo or device exists: open_npz refuses it by name
         raise DatasetNotFoundError(
             f"npz data set not found: {path} does not exist (expected a .npz file with arrays "
             "x_train, y_train, x_test, y_test)"

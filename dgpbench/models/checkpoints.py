@@ -183,9 +183,10 @@ def load_checkpoint(path: str | os.PathLike[str]) -> tuple[nn.Sequential, dict[s
         found = sorted(p.name for p in path.glob("*.pt"))[:3]
         hint = f" (it holds {', '.join(found)})" if found else ""
         raise ValueError(f"checkpoint {path} is a directory{hint}: pass the .pt file itself")
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
-    check_zip_archive(path, "checkpoint")  # declared sizes first: no inflating a bomb
+    # declared sizes first (no inflating a bomb); a fifo or device is refused unopened
+    check_zip_archive(path, "checkpoint")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
