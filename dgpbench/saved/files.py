@@ -406,8 +406,10 @@ class ModelRequiredError(ValueError):
         self.path = path
 
 
-def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any]:
-    """The network to check against the file, and the model argument the transformer keeps."""
+def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any, Any]:
+    """The network to check against the file, the model argument the transformer keeps, and
+    the image shape the model records (None when it records none).
+    """
     if model is None:
         reference = recorded["reference"]
         if reference is None:
@@ -419,15 +421,15 @@ def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any]
                 "Python)"
             )
         try:
-            network, _ = load_model(reference)
+            network, shape = load_model(reference)
         except FileNotFoundError as exc:
             raise ValueError(
                 f"{path}: its model {reference} does not exist (moved or deleted?): pass the "
                 "model's new path (--model on the command line, model= in Python)"
             ) from exc
-        return network, reference
-    network, _ = load_model(model)
-    return network, model
+        return network, reference, shape
+    network, shape = load_model(model)
+    return network, model, shape
 
 
 def detector_classes(path: str | os.PathLike[str]) -> tuple[str | None, str] | None:
@@ -508,7 +510,7 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
                 f"{path}: not a dgpbench detector file (write one with `dgpbench fit`): {exc}"
             ) from exc
         used = {META}
-        network = None
+        network = model_shape = None
         keep = model
         feats_spec = meta["features"]
         try:
@@ -520,7 +522,7 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
         except _Invalid as exc:
             raise ValueError(f"{path}: invalid detector file: {exc}") from exc
         if needs_network:
-            network, keep = _network(path, meta["model"], model)
+            network, keep, model_shape = _network(path, meta["model"], model)
         try:
             sha = None if meta["model"] is None else meta["model"]["sha256"]
 
@@ -554,6 +556,13 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
         raise ValueError(
             f"{path}: invalid detector file: the detector takes {detector.n_features_in_} "
             f"features but the transformer gives {width}"
+        )
+    recorded = getattr(features, "input_shape_", None)
+    if recorded is not None and model_shape is not None and tuple(recorded) != tuple(model_shape):
+        # the body is given images of the recorded shape: another one gives other features
+        raise ValueError(
+            f"{path}: invalid detector file: input_shape_ {list(recorded)} is not the model's "
+            f"image shape {list(model_shape)}"
         )
     if name == "ChiSquareShiftDetector" and feats_name == "BBSDhFeatures":
         # the reference labels are the network's predicted classes: any other label makes

@@ -684,3 +684,21 @@ def test_costs_read_from_a_file_are_capped(tmp_path: Path, test: str, param: str
     _edit(path, lambda m, a: m["detector"]["params"].update({param: value}))
     with pytest.raises(ValueError, match=rf"det\.npz: invalid detector file: .*{param}"):
         load_detector(path)
+
+
+def test_the_input_shape_must_be_the_models(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    ckpt = tmp_path / "mnist.pt"
+    net = nn.Sequential(nn.Linear(784, 6), nn.ReLU(), nn.Linear(6, 3)).eval()
+    save_checkpoint(ckpt, net, {"arch": ArchConfig(784, 6, 2, 3), "dataset": "mnist"})
+    images = np.random.default_rng(2).random((60, 1, 28, 28)).astype(np.float32)
+    feats = make_features("softmax", str(ckpt)).fit(images[:30], np.arange(30) % 3)
+    assert feats.input_shape_ == (1, 28, 28)
+    det = make_detector("ks").fit(feats.transform(images[30:]))
+    path = tmp_path / "det.npz"
+    save_detector(path, FittedDetector(feats, det, {"method": "softmax"}))
+    load_detector(path)
+    _edit(path, lambda m, a: m["features"]["state"].update(input_shape_=[1, 14, 56]))
+    _edit(path, lambda m, a: m["features"]["state"].update(image_shape_=[14, 56]))
+    with pytest.raises(ValueError, match=r"input_shape_ \[1, 14, 56\] is not the model's"):
+        load_detector(path)
