@@ -8,6 +8,8 @@ inflate to gigabytes. :func:`open_npz` refuses, before reading any data,
 * a path that is not a regular file once links are followed (a fifo blocks the reader, a
   device such as ``/dev/zero`` never ends), checked before the file is opened;
 * a member that is encrypted or uses a compression method other than stored or deflate;
+* two members of one name (``x`` and ``x.npy`` name one array): readers disagree on which
+  one counts;
 * an archive whose members declare more than :func:`max_input_bytes` bytes in all;
 * an array whose header declares more than that many bytes, or Python objects (which would
   need unpickling: dgpbench never unpickles a file).
@@ -131,6 +133,19 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def _refuse_duplicates(path: Path, names: list[str]) -> None:
+    """Refuse an archive with two members of one name (``x`` and ``x.npy`` are one array):
+    zip readers disagree on which one counts, so the file means two things.
+    """
+    keys = [name[:-4] if name.endswith(".npy") else name for name in names]
+    dup = sorted({key for key in keys if keys.count(key) > 1})
+    if dup:
+        raise ValueError(
+            f"{path} has duplicate entries {dup[:3]}: readers disagree on which one counts; "
+            "write the file again (numpy.savez)"
+        )
+
+
 class NpzReader:
     """A checked ``.npz`` archive: ``files``, ``key in reader``, ``reader[key]``, ``with``.
 
@@ -141,11 +156,13 @@ class NpzReader:
         self.path = path
         self._zip = archive
         self._limit = limit
+        members = [info for info in archive.infolist() if not info.is_dir()]
         self._members = {
             (info.filename[:-4] if info.filename.endswith(".npy") else info.filename): info
-            for info in archive.infolist()
-            if not info.is_dir()
+            for info in members
         }
+        if len(self._members) != len(members):
+            _refuse_duplicates(path, [info.filename for info in members])
         for key, info in self._members.items():
             if info.flag_bits & 0x1:
                 raise ValueError(f"{path}: array {key!r} is encrypted; dgpbench reads plain .npz")
@@ -294,6 +311,13 @@ def check_zip_archive(path: str | os.PathLike[str], what: str = "file") -> None:
                     f"{what} {path}: member {info.filename!r} uses zip compression method "
                     f"{info.compress_type}"
                 )
+        names = archive.namelist()
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(
+                f"{what} {path} has duplicate entries {dup[:3]}: readers disagree on which "
+                "one counts"
+            )
         declared = sum(info.file_size for info in archive.infolist())
     if declared > limit:
         raise ValueError(

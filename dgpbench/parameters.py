@@ -40,6 +40,9 @@ __all__ = [
     "KERNEL_RULES",
     "KS_RULES",
     "MAGDIFF_RULES",
+    "MAX_EPOCHS",
+    "MAX_LEARNING_RATE",
+    "MAX_PERMUTATIONS",
     "MMD_RULES",
     "NETWORK_RULES",
     "PCA_RULES",
@@ -234,6 +237,14 @@ TAE_RULES: dict[str, list] = {
 
 # -- the detectors ----------------------------------------------------------------------------
 
+#: The most permutations an MMD test draws: its cost grows with them (time, and the blocks of
+#: statistics), and 100000 resolves p-values far below any alpha in use.
+MAX_PERMUTATIONS = 100_000
+#: The most training epochs of the domain classifier's default network (it trains per batch).
+MAX_EPOCHS = 1000
+#: The largest learning rate of the domain classifier's network (Adam's usual are 1e-4..1e-2).
+MAX_LEARNING_RATE = 10.0
+
 #: :class:`~dgpbench.KSShiftDetector`.
 KS_RULES: dict[str, list] = {"alpha": _ALPHA, "correction": [Choices(("bonferroni", "fdr")), None]}
 
@@ -243,7 +254,7 @@ CHI2_RULES: dict[str, list] = {"alpha": _ALPHA}
 #: :class:`~dgpbench.MMDShiftDetector`.
 MMD_RULES: dict[str, list] = {
     "alpha": _ALPHA,
-    "n_permutations": _POSITIVE_INT,
+    "n_permutations": [Range("int", 1, MAX_PERMUTATIONS, "both")],
     "bandwidth": [Choices(("median",)), Range("float", 0, None, "neither")],
     "random_state": ["random_state"],
     "device": [Choices(DEVICE_OPTIONS)],
@@ -253,8 +264,8 @@ MMD_RULES: dict[str, list] = {
 CLASSIFIER_RULES: dict[str, list] = {
     "alpha": _ALPHA,
     "classifier": [Methods(("fit", "predict")), None],
-    "epochs": _POSITIVE_INT,
-    "learning_rate": _POSITIVE_FLOAT,
+    "epochs": [Range("int", 1, MAX_EPOCHS, "both")],
+    "learning_rate": [Range("float", 0, MAX_LEARNING_RATE, "right")],
     "alternative": [Choices(("greater", "two-sided"))],
     "random_state": ["random_state"],
     **FORWARD_RULES,

@@ -166,3 +166,28 @@ def test_rules_are_plain_data() -> None:
 def test_every_forward_pass_parameter_of_earlier_files_has_a_rule() -> None:
     """Files of earlier versions record these for every representation; loading checks them."""
     assert set(parameters.WORKFLOW_RULES) == {"batch_size", "n_jobs", "progress", "device"}
+
+
+def test_cost_caps_are_enforced_and_match_the_workflow_schema() -> None:
+    import jsonschema
+    import yaml
+
+    from dgpbench.detectors import make_detector
+    from dgpbench.parameters import MAX_EPOCHS, MAX_LEARNING_RATE, MAX_PERMUTATIONS
+
+    x = np.random.default_rng(0).normal(size=(10, 2))
+    for test, params in (
+        ("mmd", {"n_permutations": MAX_PERMUTATIONS + 1}),
+        ("classif", {"epochs": MAX_EPOCHS + 1}),
+        ("classif", {"learning_rate": MAX_LEARNING_RATE * 2}),
+    ):
+        with pytest.raises(InvalidParameterError):
+            make_detector(test, **params).fit(x)
+    schema = yaml.safe_load(
+        (Path(__file__).parents[1] / "workflow/schemas/failing_loudly.schema.yaml").read_text()
+    )
+    rule = schema["properties"]["mmd"]["properties"]["n_permutations"]
+    assert rule["maximum"] == MAX_PERMUTATIONS
+    jsonschema.validate(MAX_PERMUTATIONS, rule)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(10**12, rule)

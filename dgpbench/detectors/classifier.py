@@ -107,11 +107,13 @@ class ClassifierShiftDetector(ReferenceState, BaseEstimator):
         flat ones). Any scikit-learn classifier is cloned per test and fitted on the
         flattened inputs (its ``random_state``, if it has one and it is None, is seeded).
     epochs : int, default=10
-        Training epochs of the default network.
+        Training epochs of the default network; at most
+        :data:`~dgpbench.parameters.MAX_EPOCHS` (1000).
     batch_size : int, default=64
         Minibatch size of the default network.
     learning_rate : float, default=1e-3
-        Adam's learning rate for the default network.
+        Adam's learning rate for the default network, in (0, 10]
+        (:data:`~dgpbench.parameters.MAX_LEARNING_RATE`).
     alternative : {"greater", "two-sided"}, default="greater"
         ``"greater"``: only an accuracy above chance is evidence of shift. "Failing loudly"
         uses the two-sided test.

@@ -263,7 +263,8 @@ class MMDShiftDetector(ReferenceState, BaseEstimator):
         Significance level in (0, 1).
     n_permutations : int, default=1000
         Number ``B`` of random splits of the pooled sample (all of them, exactly, when
-        there are at most ``B``).
+        there are at most ``B``); at most
+        :data:`~dgpbench.parameters.MAX_PERMUTATIONS` (100000).
     bandwidth : "median" or float, default="median"
         Kernel width ``sigma`` of ``exp(-|a - b|^2 / (2 sigma^2))``. ``"median"``: the
         median Euclidean distance between distinct points of the pooled sample (Gretton et

@@ -562,6 +562,7 @@ class NetworkFeatures:
                 raise StateError(
                     f"{key} {shape} does not hold n_features_in_ = {self.n_features_in_}"
                 )
+        self._check_shapes()
         self._n_features_out = state_int(state["n_features_out"], "n_features_out", 1)
         classes = state_array(arrays["classes_"], "classes_", kinds="iuU", ndim=1)
         if len(classes) == 0 or len(np.unique(classes)) != len(classes):
@@ -592,6 +593,31 @@ class NetworkFeatures:
         if self._n_features_out != expected:
             raise StateError(f"n_features_out = {self._n_features_out}, expected {expected}")
         return self
+
+    def _check_shapes(self) -> None:
+        """Check restored shapes against each other, as ``fit`` derives them: the images'
+        shape is the model's (one channel may be left out), and the body sees the model's
+        shape, else the images' (with a channel axis for a convolutional body), else rows.
+        Equal sizes are not enough: another layout gives other features.
+        """
+        from dgpbench.state import StateError
+
+        image, model = self.image_shape_, self.input_shape_
+        if image is not None and model is not None and len(model) == 3:
+            allowed = {tuple(model)} | ({tuple(model[1:])} if model[0] == 1 else set())
+            if tuple(image) not in allowed:
+                raise StateError(f"image_shape_ {image} does not fit input_shape_ {model}")
+        if self.body_ is None:
+            return
+        sample = image
+        if sample is not None and len(sample) == 2 and _expects_channels(self.body_.module):
+            sample = (1, *sample)
+        expected = tuple(model or sample or (self.n_features_in_,))
+        if tuple(self.body_input_shape_) != expected:
+            raise StateError(
+                f"body_input_shape_ {self.body_input_shape_} is not the shape the body is "
+                f"given ({expected}, from input_shape_ {model} and image_shape_ {image})"
+            )
 
     def _set_split_state(self, split: Any) -> None:
         """Set a recorded head split (``head_``, ``head_activations_``, ``output_``,

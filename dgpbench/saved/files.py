@@ -406,8 +406,10 @@ class ModelRequiredError(ValueError):
         self.path = path
 
 
-def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any]:
-    """The network to check against the file, and the model argument the transformer keeps."""
+def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any, Any]:
+    """The network to check against the file, the model argument the transformer keeps, and
+    the image shape the model records (None when it records none).
+    """
     if model is None:
         reference = recorded["reference"]
         if reference is None:
@@ -419,15 +421,15 @@ def _network(path: Any, recorded: dict[str, Any], model: Any) -> tuple[Any, Any]
                 "Python)"
             )
         try:
-            network, _ = load_model(reference)
+            network, shape = load_model(reference)
         except FileNotFoundError as exc:
             raise ValueError(
                 f"{path}: its model {reference} does not exist (moved or deleted?): pass the "
                 "model's new path (--model on the command line, model= in Python)"
             ) from exc
-        return network, reference
-    network, _ = load_model(model)
-    return network, model
+        return network, reference, shape
+    network, shape = load_model(model)
+    return network, model, shape
 
 
 def detector_classes(path: str | os.PathLike[str]) -> tuple[str | None, str] | None:
@@ -508,7 +510,7 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
                 f"{path}: not a dgpbench detector file (write one with `dgpbench fit`): {exc}"
             ) from exc
         used = {META}
-        network = None
+        network = model_shape = None
         keep = model
         feats_spec = meta["features"]
         try:
@@ -520,7 +522,7 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
         except _Invalid as exc:
             raise ValueError(f"{path}: invalid detector file: {exc}") from exc
         if needs_network:
-            network, keep = _network(path, meta["model"], model)
+            network, keep, model_shape = _network(path, meta["model"], model)
         try:
             sha = None if meta["model"] is None else meta["model"]["sha256"]
 
@@ -549,10 +551,99 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
             ) from exc
     # the output width the transformer's state records (checked by its set_state)
     width = None if feats_spec is None else feats_spec["state"].get("n_features_out")
-    name = type(detector).__name__
+    name = meta["detector"]["class"]
     if width is not None and name != "ClassifierShiftDetector" and detector.n_features_in_ != width:
         raise ValueError(
             f"{path}: invalid detector file: the detector takes {detector.n_features_in_} "
             f"features but the transformer gives {width}"
         )
-    return FittedDetector(features, detector, dict(meta["info"]), sha)
+    recorded = getattr(features, "input_shape_", None)
+    if recorded is not None and model_shape is not None and tuple(recorded) != tuple(model_shape):
+        # the body is given images of the recorded shape: another one gives other features
+        raise ValueError(
+            f"{path}: invalid detector file: input_shape_ {list(recorded)} is not the model's "
+            f"image shape {list(model_shape)}"
+        )
+    if name == "ChiSquareShiftDetector" and feats_name == "BBSDhFeatures":
+        # the reference labels are the network's predicted classes: any other label makes
+        # every batch differ from the reference
+        n_classes = len(features.classes_)
+        labels = detector.y_ref_
+        if labels.min() < 0 or labels.max() >= n_classes:
+            raise ValueError(
+                f"{path}: invalid detector file: its reference labels must be classes of the "
+                f"network (0 to {n_classes - 1}), got {int(labels.min())} to {int(labels.max())}"
+            )
+    try:
+        info = _checked_info(meta["info"], feats_name, feats_spec, name)
+    except _Invalid as exc:
+        raise ValueError(f"{path}: invalid detector file: {exc}") from exc
+    return FittedDetector(features, detector, info, sha)
+
+
+#: The test of each detector (``dgpbench fit --test``).
+_TESTS: dict[str, str] = {
+    "KSShiftDetector": "ks",
+    "MMDShiftDetector": "mmd",
+    "ChiSquareShiftDetector": "chi2",
+    "ClassifierShiftDetector": "classif",
+}
+
+#: ``dgpbench fit``'s methods (:data:`dgpbench.features.registry.METHODS`, and ``images`` for
+#: the classifier test): the transformer's registry name and the parameters the method fixes.
+_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
+    "softmax": ("SoftmaxFeatures", {}),
+    "tu": ("TUFeatures", {"standardize": False}),
+    "tu_norm": ("TUFeatures", {"standardize": True}),
+    "magdiff": ("MAGDiffFeatures", {"signed": False}),
+    "magdiff_signed": ("MAGDiffFeatures", {"signed": True}),
+    "dgp_nonorm": ("DGPFeatures", {"standardize": False}),
+    "dgp_unsorted": ("DGPFeatures", {"sort": False}),
+    "dgp": ("DGPFeatures", {"standardize": True}),
+    "noredu": ("NoRedFeatures", {}),
+    "pca": ("PCAFeatures", {}),
+    "srp": ("SRPFeatures", {}),
+    "uae": ("UAEFeatures", {}),
+    "tae": ("TAEFeatures", {}),
+    "bbsds": ("SoftmaxFeatures", {}),
+    "bbsdh": ("BBSDhFeatures", {}),
+    "dgp_approx": ("DGPApproxFeatures", {}),
+    "images": ("ImageFeatures", {}),
+}
+
+#: The facts ``dgpbench fit`` records in ``info``, and what each must be.
+_INFO_TYPES: dict[str, tuple[type, str]] = {
+    "method": (str, "a string"),
+    "test": (str, "a string"),
+    "n_refs": (int, "an integer"),
+    "labelled_refs": (bool, "true or false"),
+}
+
+
+def _checked_info(
+    info: dict[str, Any], feats_name: str | None, feats_spec: Any, detector_name: str
+) -> dict[str, Any]:
+    """The ``info`` block of a file, its known keys checked against their types and against
+    the restored estimators: ``test`` is the detector's (set from it), and ``method`` must be
+    a method of the restored transformer's class with its parameters.
+    """
+    for key, (kind, text) in _INFO_TYPES.items():
+        value = info.get(key)
+        if key in info and (
+            not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+        ):
+            raise _Invalid(f"info {key} must be {text}, got {value!r}")
+    if "n_refs" in info and info["n_refs"] < 1:
+        raise _Invalid(f"info n_refs must be a positive count, got {info['n_refs']!r}")
+    test = _TESTS[detector_name]
+    if "test" in info and info["test"] != test:
+        raise _Invalid(f"info test {info['test']!r} is not its detector's test {test!r}")
+    if "method" in info:
+        method = info["method"]
+        cls, fixed = _METHODS.get(method, (None, {}))
+        params = {} if feats_spec is None else feats_spec["params"]
+        if cls != feats_name or any(params.get(k, v) != v for k, v in fixed.items()):
+            raise _Invalid(
+                f"info method {method!r} is not the method of its transformer {feats_name}"
+            )
+    return {**info, "test": test}

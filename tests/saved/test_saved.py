@@ -49,7 +49,7 @@ def test_round_trip_same_result(tmp_path: Path, checkpoint: Path, data, method: 
     fitted = _fit(method, str(checkpoint), data, correction="fdr")
     save_detector(tmp_path / "det.npz", fitted)
     loaded = load_detector(tmp_path / "det.npz")
-    assert loaded.info == {"method": method}
+    assert loaded.info == {"method": method, "test": "ks"}
     assert loaded.detector.get_params() == fitted.detector.get_params()
     assert loaded.features.get_params() == fitted.features.get_params()
     a, b = fitted.test(data["batch"]), loaded.test(data["batch"])

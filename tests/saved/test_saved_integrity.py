@@ -560,7 +560,145 @@ def test_is_saveable_and_json_info(tmp_path: Path, data) -> None:
     assert not is_saveable(LogisticRegression())
     fitted.info = {"method": "softmax", "refs": {"n": 60, "labelled": True}}
     save_detector(tmp_path / "det.npz", fitted)
-    assert load_detector(tmp_path / "det.npz", model=_net()).info == fitted.info
+    assert load_detector(tmp_path / "det.npz", model=_net()).info == {**fitted.info, "test": "ks"}
     fitted.info = {"bad": float("nan")}
     with pytest.raises(TypeError, match="cannot save info"):
         save_detector(tmp_path / "other.npz", fitted)
+
+
+# -- one meaning per file: duplicates, labels, shapes, info, costs --------------------------
+def _append_member(path: Path, name: str, array: np.ndarray) -> None:
+    """Add a second member ``name`` to a zip (the last one wins for zipfile readers)."""
+    import io
+    import warnings
+    import zipfile
+
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr(name, buffer.getvalue())
+
+
+def test_a_duplicate_member_of_a_detector_file_is_refused(saved: Path) -> None:
+    with np.load(saved) as store:
+        meta = json.loads(str(store["__meta__"]))
+    meta["detector"]["params"]["alpha"] = 0.9
+    _append_member(saved, "__meta__.npy", np.array(json.dumps(meta)))
+    with pytest.raises(ValueError, match=r"duplicate entries \['__meta__'\]"):
+        load_detector(saved)
+
+
+def test_a_duplicate_array_of_a_batch_is_refused(tmp_path: Path) -> None:
+    from dgpbench.data.datasets import load_npz_images
+
+    path = tmp_path / "batch.npz"
+    np.savez(path, x=np.zeros((4, 8), np.float32))
+    _append_member(path, "x", np.ones((4, 8), np.float32))  # "x" and "x.npy": one array
+    with pytest.raises(ValueError, match=r"batch\.npz has duplicate entries \['x'\]"):
+        load_npz_images(path)
+
+
+@pytest.mark.parametrize("label", [-20, 3, 100, 2**62])
+def test_chi2_reference_labels_must_be_classes_of_the_network(
+    tmp_path: Path, checkpoint: Path, data, label: int
+) -> None:
+    path = tmp_path / "det.npz"
+    save_detector(path, _fit("bbsdh", str(checkpoint), data, test="chi2"))
+    _edit(path, lambda m, a: a["detector/y_ref_"].__setitem__(0, label))
+    with pytest.raises(ValueError, match=r"det\.npz.*classes of the network \(0 to 2\)"):
+        load_detector(path)
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"body_input_shape_": [1, 4, 16]},
+        {"body_input_shape_": [8, 8]},  # the body wants a channel axis
+        {"input_shape_": [1, 8, 8], "body_input_shape_": [1, 4, 16]},
+        {"input_shape_": [1, 8, 8], "image_shape_": [4, 16], "body_input_shape_": [1, 8, 8]},
+        {"image_shape_": None},  # rows: the body would be given (64,)
+    ],
+)
+def test_shapes_must_agree_not_only_their_sizes(tmp_path: Path, state: dict) -> None:
+    def conv_net() -> nn.Sequential:
+        torch.manual_seed(0)
+        conv = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten())
+        return nn.Sequential(conv, nn.Linear(128, 6), nn.ReLU(), nn.Linear(6, 3)).eval()
+
+    feats = make_features("softmax", conv_net()).fit(_IMAGES[:30, 0], np.arange(30) % 3)
+    det = make_detector("ks").fit(feats.transform(_IMAGES[30:60, 0]))
+    path = tmp_path / "det.npz"
+    save_detector(path, FittedDetector(feats, det, {"method": "softmax"}))
+    load_detector(path, model=conv_net())  # as saved: (8, 8) images, (1, 8, 8) to the body
+    _edit(path, lambda m, a: m["features"]["state"].update(state))
+    with pytest.raises(ValueError, match=r"does not fit|is not the shape the body is given"):
+        load_detector(path, model=conv_net())
+
+
+@pytest.mark.parametrize(
+    ("info", "match"),
+    [
+        ({"test": "mmd"}, "info test 'mmd' is not its detector's test 'ks'"),
+        ({"test": "classif"}, "info test 'classif'"),
+        ({"method": "softmax"}, "info method 'softmax' is not the method of its transformer"),
+        ({"method": "dgp_nonorm"}, "info method 'dgp_nonorm'"),  # standardize=True: dgp
+        ({"method": "my-dgp"}, "info method 'my-dgp'"),
+        ({"method": ["dgp"]}, "info method must be a string"),
+        ({"n_refs": -5}, "info n_refs must be a positive count"),
+        ({"n_refs": "60"}, "info n_refs must be an integer"),
+        ({"n_refs": True}, "info n_refs must be an integer"),
+        ({"labelled_refs": 1}, "info labelled_refs must be true or false"),
+    ],
+)
+def test_info_is_checked_against_the_restored_estimators(saved: Path, info, match) -> None:
+    _edit(saved, lambda m, a: m["info"].update(info))
+    with pytest.raises(ValueError, match=re.escape(match)):
+        load_detector(saved)
+
+
+def test_info_test_comes_from_the_detector(tmp_path: Path, data) -> None:
+    fitted = _fit("softmax", _net(), data, test="mmd")
+    fitted.detector.set_params(n_permutations=19)
+    fitted.info = {"n_refs": 60}
+    save_detector(tmp_path / "det.npz", fitted)
+    info = load_detector(tmp_path / "det.npz", model=_net()).info
+    assert info == {"n_refs": 60, "test": "mmd"}  # not "ks", the score record's default
+
+
+@pytest.mark.parametrize(
+    ("test", "param", "value"),
+    [
+        ("mmd", "n_permutations", 10**9),
+        ("classif", "epochs", 10**9),
+        ("classif", "learning_rate", 1e300),
+        ("classif", "learning_rate", 11.0),
+    ],
+)
+def test_costs_read_from_a_file_are_capped(tmp_path: Path, test: str, param: str, value) -> None:
+    params = {"epochs": 1, "random_state": 0} if test == "classif" else {"n_permutations": 19}
+    det = make_detector(test, **params).fit(_IMAGES[:20].reshape(20, -1))
+    path = tmp_path / "det.npz"
+    save_detector(path, FittedDetector(None, det, {"test": test}))
+    _edit(path, lambda m, a: m["detector"]["params"].update({param: value}))
+    with pytest.raises(ValueError, match=rf"det\.npz: invalid detector file: .*{param}"):
+        load_detector(path)
+
+
+def test_the_input_shape_must_be_the_models(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    ckpt = tmp_path / "mnist.pt"
+    net = nn.Sequential(nn.Linear(784, 6), nn.ReLU(), nn.Linear(6, 3)).eval()
+    save_checkpoint(ckpt, net, {"arch": ArchConfig(784, 6, 2, 3), "dataset": "mnist"})
+    images = np.random.default_rng(2).random((60, 1, 28, 28)).astype(np.float32)
+    feats = make_features("softmax", str(ckpt)).fit(images[:30], np.arange(30) % 3)
+    assert feats.input_shape_ == (1, 28, 28)
+    det = make_detector("ks").fit(feats.transform(images[30:]))
+    path = tmp_path / "det.npz"
+    save_detector(path, FittedDetector(feats, det, {"method": "softmax"}))
+    load_detector(path)
+    _edit(path, lambda m, a: m["features"]["state"].update(input_shape_=[1, 14, 56]))
+    _edit(path, lambda m, a: m["features"]["state"].update(image_shape_=[14, 56]))
+    with pytest.raises(ValueError, match=r"input_shape_ \[1, 14, 56\] is not the model's"):
+        load_detector(path)
