@@ -13,6 +13,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
+# Cores of an end-to-end run: both, except beside another pytest-xdist worker, where two
+# runs of two threads each would share the machine's two cores and slow each other down.
+CORES = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 
 
 def load_script(relative: str) -> ModuleType:

@@ -8,14 +8,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from _workflow import REPO, snakemake
+from _workflow import CORES, REPO, snakemake
 
 BEYOND = REPO / "config" / "beyond.yaml"
 
 
 def _snakemake(workdir: Path, config: dict, *args: str, timeout: float = 300):
     return snakemake(
-        workdir, config, *args, cores=2, profile="local", via_dgpbench=True, timeout=timeout
+        workdir, config, *args, cores=CORES, profile="local", via_dgpbench=True, timeout=timeout
     )
 
 

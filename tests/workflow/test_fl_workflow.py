@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
-from _workflow import REPO, snakemake, tiny_config
+from _workflow import CORES, REPO, snakemake, tiny_config
 
 from dgpbench.failing_loudly.grid import parse_method
 
@@ -64,7 +64,7 @@ def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
         "adversarial": {"n_epsilons": 20},
     }  # fmt: skip
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    proc = _snakemake(tmp_path, "failing_loudly", "--cores", "2", "--profile",
+    proc = _snakemake(tmp_path, "failing_loudly", "--cores", str(CORES), "--profile",
                       str(REPO / "workflow/profiles/local"))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = tmp_path / "results" / "fl"
@@ -81,7 +81,7 @@ def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
                  "fl_false_positives.md", "fl_summary.md"):  # fmt: skip
         assert (out / "tables" / name).stat().st_size > 0
     assert (out / "figures" / "fl_accuracy_vs_n_digits.png").stat().st_size > 0
-    again = _snakemake(tmp_path, "failing_loudly", "--cores", "2", "-n")
+    again = _snakemake(tmp_path, "failing_loudly", "--cores", str(CORES), "-n")
     assert "Nothing to be done" in again.stdout + again.stderr  # resumable: all done
 
 

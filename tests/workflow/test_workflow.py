@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from _workflow import REPO, SNAKEFILE, tiny_config, venv_env
+from _workflow import CORES, REPO, SNAKEFILE, tiny_config, venv_env
 
 from dgpbench.cli.main import main
 from dgpbench.io import atomic_path, save_npz
@@ -28,7 +28,7 @@ def _command(workdir: Path, *args: str) -> list[str]:
     """``dgpbench run`` (snakemake, recovering from a killed run's stale lock)."""
     return [
         sys.executable, "-m", "dgpbench", "run", "--snakefile", str(SNAKEFILE),
-        "--directory", str(workdir), "--cores", "2", "--profile",
+        "--directory", str(workdir), "--cores", str(CORES), "--profile",
         str(REPO / "workflow" / "profiles" / "local"), *args,
     ]  # fmt: skip
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from _workflow import REPO, snakemake, tiny_config
+from _workflow import CORES, REPO, snakemake, tiny_config
 from test_readme import custom_method_module
 
 from dgpbench.labels import METHOD_LABELS
@@ -21,7 +21,9 @@ def _snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedP
     """Run the workflow in ``workdir`` with the README's example method importable there."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "my_methods.py").write_text(custom_method_module())
-    return snakemake(workdir, config, *args, cores=2, profile="local", importable=True, timeout=600)
+    return snakemake(
+        workdir, config, *args, cores=CORES, profile="local", importable=True, timeout=600
+    )
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from _workflow import snakemake, tiny_config
+from _workflow import CORES, snakemake, tiny_config
 from torch import nn
 
 from dgpbench.cli.main import main
@@ -24,7 +24,9 @@ def net():
 
 
 def _snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
-    return snakemake(workdir, config, *args, cores=2, profile="local", importable=True, timeout=600)
+    return snakemake(
+        workdir, config, *args, cores=CORES, profile="local", importable=True, timeout=600
+    )
 
 
 def _setup(tmp_path: Path) -> dict:
