@@ -20,7 +20,8 @@ What loading trusts, and what it does not:
   by name in the explicit registry :data:`SAVEABLE`, never imported by path.
 * **Nothing unchecked.** Every parameter goes through the estimator's own
   ``_parameter_constraints``; a detector is *refitted* on its saved reference sample, so its
-  own ``fit`` checks it (finite, shape, sample count) exactly as for fresh data; a
+  own ``fit`` checks it (finite, shape, sample count) exactly as for fresh data, and a
+  sample whose rows are all one point is refused (on save too); a
   transformer's ``set_state`` checks its arrays for finiteness and for shapes consistent with
   the network and with each other; the detector's width must be the transformer's output
   width.
