@@ -512,7 +512,10 @@ def find_head(
     calls: list[tuple[str, torch.Tensor, torch.Tensor]] = []
     handles = [
         m.register_forward_hook(
-            lambda m, args, out, name=name: calls.append((name, args[0].detach(), out.detach()))
+            # Copies: an in-place op later in forward must not rewrite what was recorded.
+            lambda m, args, out, name=name: calls.append(
+                (name, args[0].detach().clone(), out.detach().clone())
+            )
         )
         for name, m in linears.items()
     ]
@@ -584,8 +587,23 @@ def find_head(
         raise ValueError(
             f"the input of {chain[0]!r} has shape {tuple(first_input.shape)}, not (N, features)"
         )
-    split = {"head": tuple(chain), "activations": tuple(acts), "output": kind}
-    body, graph = _build_split(network, split, device)
+    # End to end: the head, run on what its first map received, must give the network's
+    # output; a shorter trailing chain is tried when it does not (a single map always does).
+    while True:
+        split = {"head": tuple(chain), "activations": tuple(acts), "output": kind}
+        body, graph = _build_split(network, split, device)
+        first_input = calls[len(calls) - len(chain)][1]
+        z = torch.as_tensor(graph.forward(first_input.cpu().numpy()), dtype=torch.float64)
+        transform = {"logits": z, "log_softmax": z.log_softmax(1), "softmax": z.softmax(1)}
+        if _matches(transform[kind], out.to("cpu", torch.float64)) or len(chain) == 1:
+            break
+        if head is not None:
+            raise ValueError(
+                f"head {head} does not reproduce the model's output on the reference images "
+                "(something the hooks do not see changes the values between its maps)"
+            )
+        broken = (chain[0], chain[1])
+        chain, acts = chain[1:], acts[1:]
     left = [n for n in dict.fromkeys(n for n, _, _ in calls) if n not in chain]
     (log.warning if left and broken is not None else log.info)(
         "model %s: TU/DGP/MAGDiff use the linear maps %s (activations %s, output %s)%s",

@@ -20,7 +20,8 @@ What loading trusts, and what it does not:
   by name in the explicit registry :data:`SAVEABLE`, never imported by path.
 * **Nothing unchecked.** Every parameter goes through the estimator's own
   ``_parameter_constraints``; a detector is *refitted* on its saved reference sample, so its
-  own ``fit`` checks it (finite, shape, sample count) exactly as for fresh data; a
+  own ``fit`` checks it (finite, shape, sample count) exactly as for fresh data, and a
+  sample whose rows are all one point is refused (on save too); a
   transformer's ``set_state`` checks its arrays for finiteness and for shapes consistent with
   the network and with each other; the detector's width must be the transformer's output
   width.
@@ -47,6 +48,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dgpbench.models.specs import describe_model, is_factory_spec, load_model
 from dgpbench.parameters import WORKFLOW_RULES, light_checks
@@ -318,6 +321,27 @@ def _build(
     return est
 
 
+def _constant_reference(detector: Any) -> str | None:
+    """Why a detector's reference sample is unusable: every row is one and the same point.
+
+    Such a sample is a broken file or pipeline, not a reference: the MMD test has no
+    bandwidth, and the KS and classifier tests would call every varied batch a shift.
+    Single features constant over the rows stay allowed (a KS p-value of 1 when constant in
+    the batch too). A chi-squared reference of labels is not a sample of points: it is
+    checked against the network's classes instead.
+    """
+    X = getattr(detector, "X_ref_", None)
+    if X is None or len(X) < 2:
+        return None
+    X = np.asarray(X)
+    if not (X == X[:1]).all():
+        return None
+    return (
+        f"its reference sample is constant (all {len(X)} rows are the same point): no test "
+        "can compare a batch against it; refit on real reference data"
+    )
+
+
 def save_detector(
     path: str | os.PathLike[str],
     fitted: FittedDetector,
@@ -359,6 +383,9 @@ def save_detector(
             sha = network_fingerprint(features.body_, features.graph_)
             reference = describe_model(features.model if model is None else model)
             model_meta = {"reference": reference, "sha256": sha}
+    constant = _constant_reference(detector)
+    if constant:
+        raise ValueError(f"cannot save the detector: {constant}")
     det_spec, det_arrays = _dump(detector, "detector")
     arrays.update(det_arrays)
     try:
@@ -549,6 +576,9 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
             raise ValueError(
                 f"{path}: invalid detector file ({type(exc).__name__}: {exc})"
             ) from exc
+    constant = _constant_reference(detector)
+    if constant:
+        raise ValueError(f"{path}: invalid detector file: {constant}")
     # the output width the transformer's state records (checked by its set_state)
     width = None if feats_spec is None else feats_spec["state"].get("n_features_out")
     name = meta["detector"]["class"]

@@ -170,6 +170,30 @@ def test_a_link_through_a_non_elementwise_layer_is_not_in_the_default_head(caplo
         find_head(Mixed().eval(), x, head=["a", "b"])
 
 
+def test_an_in_place_op_between_the_linear_maps_keeps_them_apart(caplog):
+    class InPlace(torch.nn.Module):  # fc1's output is negated in place before fc2 reads it
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = torch.nn.Linear(6, 8), torch.nn.Linear(8, 3)
+
+        def forward(self, x):
+            h = self.fc1(x)
+            h.neg_()
+            return self.fc2(torch.relu(h))
+
+    torch.manual_seed(0)
+    network = InPlace().eval()
+    x = np.random.default_rng(0).normal(size=(20, 6)).astype(np.float32)
+    body, graph, split = find_head(network, x)
+    assert split["head"] == ("fc2",) and graph.layer_sizes == (8, 3)
+    assert "the linear map(s) fc1 run in the body" in caplog.text
+    with torch.no_grad():
+        out = network(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(graph.forward(body(x)), out, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=r"head \['fc1', 'fc2'\] is not a chain"):
+        find_head(network, x, head=["fc1", "fc2"])
+
+
 @pytest.mark.parametrize(
     ("name", "methods"),
     [("net", ["softmax", "magdiff", "bbsdh"]), ("resnet", ["softmax", "dgp"]),

@@ -19,6 +19,7 @@ from dgpbench.features.registry import METHODS, make_features
 from dgpbench.models.architectures import ArchConfig
 from dgpbench.models.checkpoints import save_checkpoint
 from dgpbench.saved import FittedDetector, load_detector, save_detector
+from dgpbench.saved.scoring import load_scorer
 
 
 @pytest.fixture(scope="module")
@@ -702,3 +703,30 @@ def test_the_input_shape_must_be_the_models(tmp_path: Path) -> None:
     _edit(path, lambda m, a: m["features"]["state"].update(image_shape_=[14, 56]))
     with pytest.raises(ValueError, match=r"input_shape_ \[1, 14, 56\] is not the model's"):
         load_detector(path)
+
+
+@pytest.mark.parametrize("test", ["ks", "mmd", "classif"])
+def test_a_constant_reference_sample_is_refused_for_every_test(tmp_path: Path, test) -> None:
+    params = {"epochs": 1, "random_state": 0} if test == "classif" else {}
+    X = _IMAGES[:20].reshape(20, -1)
+    det = make_detector(test, **params).fit(X)
+    path = tmp_path / "det.npz"
+    save_detector(path, FittedDetector(None, det, {"test": test}))
+    _edit(path, lambda m, a: a.__setitem__("detector/X_ref_", np.ones_like(a["detector/X_ref_"])))
+    match = r"det\.npz: invalid detector file: .*constant"
+    for load in (load_detector, load_scorer):
+        with pytest.raises(ValueError, match=match):
+            load(path)
+    if test != "mmd":  # its own fit refuses it first
+        det.X_ref_ = np.ones_like(det.X_ref_)
+        with pytest.raises(ValueError, match=r"cannot save the detector: .*constant"):
+            save_detector(tmp_path / "ones.npz", FittedDetector(None, det, {"test": test}))
+
+
+@pytest.mark.filterwarnings("ignore:1 of 64 features are constant")
+def test_a_constant_feature_of_a_ks_reference_still_loads(tmp_path: Path) -> None:
+    X = _IMAGES[:20].reshape(20, -1).copy()
+    X[:, 0] = 1.0  # one dead unit; the other features vary
+    path = tmp_path / "det.npz"
+    save_detector(path, FittedDetector(None, make_detector("ks").fit(X), {"test": "ks"}))
+    assert load_scorer(path).test(X).p_value == 1.0
