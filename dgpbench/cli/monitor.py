@@ -239,8 +239,14 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _check_batches(batches: list[Path]) -> None:
-    """Refuse a batch that is not there before any is scored (a typo found at once)."""
-    missing = [str(path) for path in batches if not path.is_file()]
+    """Refuse a batch that is not there, or not a regular file, before any is scored (a typo
+    found at once, a fifo never opened).
+    """
+    from dgpbench.npz import check_regular_file
+
+    for path in batches:
+        check_regular_file(path, "--batch")
+    missing = [str(path) for path in batches if not path.exists()]
     if missing:
         raise CommandError(f"--batch: no such file: {', '.join(missing)}")
 
