@@ -209,7 +209,7 @@ def _score(args: argparse.Namespace) -> int:
                 ) from exc
         _set_device(fitted, args.device)
     else:
-        load_npz_images(batches[0])  # read one batch before the long fit: fail early
+        _some_batch_reads(batches)  # before the long fit: fail early if none can be scored
         fitted = _fit_detector(args)
     provenance = _provenance(args, fitted)
     records: list[tuple[dict[str, Any], Any]] = []
@@ -249,6 +249,21 @@ def _check_batches(batches: list[Path]) -> None:
     missing = [str(path) for path in batches if not path.exists()]
     if missing:
         raise CommandError(f"--batch: no such file: {', '.join(missing)}")
+
+
+def _some_batch_reads(batches: list[Path]) -> None:
+    """Read batches until one reads; raise the first one's error if none does."""
+    from dgpbench.data.datasets import load_npz_images
+
+    first: Exception | None = None
+    for path in batches:
+        try:
+            load_npz_images(path)
+            return
+        except (ValueError, TypeError, OSError) as exc:
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 def error_record(path: Path, exc: BaseException, provenance: dict[str, Any]) -> dict[str, Any]:

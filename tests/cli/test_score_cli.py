@@ -293,3 +293,13 @@ def test_a_missing_batch_is_refused_before_any_is_scored(work, tmp_path, capsys)
     code = main(_score(work, "--detector", str(work / "det.npz"), "--batch", *batches, "--json"))
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and "absent.npz" in err and err.count("\n") == 1
+
+
+def test_without_a_detector_a_bad_first_batch_does_not_stop_the_others(work, tmp_path, capsys):
+    np.savez(tmp_path / "one.npz", x=np.zeros((1, 1, 8, 8), np.float32))
+    code = main(_score(work, "--clean", str(work / "clean.npz"), "--method", "softmax",
+                       "--batch", str(tmp_path / "one.npz"), str(work / "b1.npz"), "--json"))  # fmt: skip
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 2 and "error" in records[0] and records[1]["shift"] in (True, False)
+    assert main(_score(work, "--clean", str(work / "clean.npz"), "--method", "softmax",
+                       "--batch", str(tmp_path / "one.npz"))) == 2  # fmt: skip
