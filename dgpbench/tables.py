@@ -57,9 +57,10 @@ def _cells(wide: pd.DataFrame, fmt: Callable[[Any], str]) -> pd.DataFrame:
 
 
 def to_markdown(wide: pd.DataFrame, title: str, fmt: Callable[[Any], str] = cell_text) -> str:
-    """A Markdown table under a ``###`` heading; column levels are joined with `` / ``.
+    r"""A Markdown table under a ``###`` heading; column levels are joined with `` / ``.
 
-    Row labels are left-aligned, cells right-aligned; cell text is kept as ``fmt`` wrote it.
+    Row labels are left-aligned, cells right-aligned; cell text is kept as ``fmt`` wrote it,
+    with ``|`` escaped as ``\|`` so that no label splits its cell.
     """
     body = _cells(wide, fmt)
     names = [str(n) for n in wide.index.names]
@@ -67,6 +68,9 @@ def to_markdown(wide: pd.DataFrame, title: str, fmt: Callable[[Any], str] = cell
     body.index = body.index.set_names(names)
     body = body.reset_index()
     body[names] = body[names].astype(str)
+    # a "|" in a label (a tag, a data set's name) would end its cell: escape it as GFM does
+    body = body.map(lambda v: v.replace("|", r"\|") if isinstance(v, str) else v)
+    body.columns = [str(c).replace("|", r"\|") for c in body.columns]
     align = ("left",) * len(names) + ("right",) * (body.shape[1] - len(names))
     table = body.to_markdown(index=False, colalign=align, disable_numparse=True)
     return f"### {title}\n\n{table}\n"

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_config", "schema_error"]
+__all__ = ["check_config", "schema_error", "workflow_config_error"]
 
 
 _NESTED_HINT = (
@@ -217,3 +217,71 @@ def check_config(config: Mapping[str, Any]) -> None:
     problems += _workflow_problems(config)
     if problems:
         raise ValueError("invalid configuration: " + "; ".join(problems))
+
+
+def workflow_config_error(snakemake_args: list[str], workdir: Path) -> str | None:
+    """The first problem of the configuration a ``snakemake`` command line would run, or None.
+
+    The configuration is assembled as Snakemake assembles it for the workflow's Snakefile:
+    ``config.yaml`` of ``workdir``, then every ``--configfile``, then ``--config``; it is then
+    checked as the workflow checks it (the schema, with its defaults, then
+    :func:`check_config`, then the ``failing_loudly`` section's schema). A command line this
+    cannot read as Snakemake does, or another workflow's Snakefile, gives None: Snakemake
+    then checks it itself.
+
+    Parameters
+    ----------
+    snakemake_args : list of str
+        The arguments of ``snakemake``.
+    workdir : Path
+        The working directory of the run (``--directory``).
+
+    Returns
+    -------
+    str or None
+        One line naming the key and the reason.
+    """
+    import contextlib
+    import copy
+    import io
+
+    try:
+        from snakemake.cli import get_argument_parser, parse_config
+        from snakemake.common.configfile import load_configfile
+        from snakemake.exceptions import WorkflowError
+        from snakemake.utils import update_config, validate
+
+        quiet = io.StringIO()  # a usage error or --help is Snakemake's to print, once
+        with contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
+            args = get_argument_parser().parse_args(snakemake_args)
+        snakefile = Path(args.snakefile) if args.snakefile else workdir / "Snakefile"
+        config: dict[str, Any] = {}
+        default = workdir / "config.yaml"
+        if default.is_file():
+            update_config(config, load_configfile(str(default)))
+        for file in args.configfile or []:
+            update_config(config, load_configfile(str(file)))
+        update_config(config, parse_config(args.config))
+    except (Exception, SystemExit):  # Snakemake reports what it cannot read
+        return None
+    schema = snakefile.parent / "workflow" / "schemas" / "config.schema.yaml"
+    if not schema.is_file():  # not this workflow: its own checks
+        return None
+    checked = copy.deepcopy(config)
+    try:
+        validate(checked, schema=str(schema.resolve()), set_default=True)
+    except WorkflowError:
+        return schema_error(config, schema) or "the configuration does not follow its schema"
+    try:
+        check_config(checked)
+    except ValueError as exc:
+        return str(exc)
+    fl_schema = schema.with_name("failing_loudly.schema.yaml")
+    fl = checked.get("failing_loudly") or {}
+    if fl_schema.is_file() and isinstance(fl, dict):
+        try:
+            validate(copy.deepcopy(fl), schema=str(fl_schema.resolve()), set_default=True)
+        except WorkflowError:
+            problem = schema_error(fl, fl_schema) or "it does not follow its schema"
+            return f"failing_loudly: {problem}"
+    return None

@@ -326,9 +326,14 @@ def _features(args: argparse.Namespace) -> None:
         )
     pools = _read_pools(args.images, ["x_fit", "y_fit", "x_unseen"])
     pools_id = _text(pools, "pools_id")
+    _refuse_repeats(args.shifts, "shift file")
     shifts = []
+    seen: dict[str, str] = {}
     for path in args.shifts:  # read and check all before computing
         shift, meta, cells = _read_shift_file(path)
+        if shift in seen:  # its features would overwrite the first file's
+            raise ValueError(f"--shifts: {seen[shift]} and {path} both hold shift {shift!r}")
+        seen[shift] = path
         _check_same_pools(meta, path, pools_id, args.images)
         protocol = _text(meta, "protocol")
         if protocol != args.protocol:
@@ -514,15 +519,46 @@ def _detect(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------------
 # fl-report / fl-figure
 # --------------------------------------------------------------------------------------------
-def _read_records(paths: list[str]) -> pd.DataFrame:
-    if len(set(paths)) != len(paths):
-        raise ValueError("record files given more than once")
-    frames = [pd.read_csv(p, dtype={"model": str, "kind": str, "dataset": str}) for p in paths]
-    records = pd.concat(frames, ignore_index=True)
-    need = ["dataset", "model", "kind", "method", "dimension", "shift", "n", "rejected"]
-    missing = [c for c in need if c not in records]
+def _refuse_repeats(paths: list[str], what: str) -> None:
+    """Refuse a file given twice (under one name or two): its draws would count twice."""
+    import os
+
+    seen: dict[str, str] = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            same = path if seen[real] == path else f"{seen[real]} and {path}"
+            raise ValueError(f"{what} given more than once: {same}")
+        seen[real] = path
+
+
+#: The record columns ``fl-detect`` takes from ``--tag`` (what the records are of).
+_TAG_COLUMNS: tuple[str, ...] = ("dataset", "model", "kind")
+
+
+def _read_record_file(path: str) -> pd.DataFrame:
+    """One ``fl-detect`` record CSV, its problems named with the file."""
+    need = [*_TAG_COLUMNS, "method", "dimension", "shift", "n", "rejected"]
+    try:
+        frame = pd.read_csv(path, dtype={"model": str, "kind": str, "dataset": str})
+    except (ValueError, pd.errors.ParserError) as exc:  # binary, empty, not a CSV
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ValueError(f"{path} is not a CSV of `dgpbench fl-detect` records: {first}") from None
+    missing = [c for c in need if c not in frame]
+    tags = [c for c in missing if c in _TAG_COLUMNS]
+    if tags and len(tags) == len(missing):
+        raise ValueError(
+            f"{path} lacks the tag column(s) {tags} that say what its records are of: run "
+            "`dgpbench fl-detect` with " + " ".join(f"--tag {c}=..." for c in tags)
+        )
     if missing:
-        raise ValueError(f"records lack columns {missing}; expected `dgpbench fl-detect` output")
+        raise ValueError(f"{path} lacks the record column(s) {missing} of `dgpbench fl-detect`")
+    return frame
+
+
+def _read_records(paths: list[str]) -> pd.DataFrame:
+    _refuse_repeats(paths, "record file")
+    records = pd.concat([_read_record_file(p) for p in paths], ignore_index=True)
     if "pools_id" in records:
         mixed = records.groupby("dataset")["pools_id"].nunique()
         if (mixed > 1).any():

@@ -194,6 +194,7 @@ def _score(args: argparse.Namespace) -> int:
     from dgpbench.threads import torch_threads
 
     batches = _batch_files(args.batch)
+    _check_batches(batches)
     if args.detector is not None:
         _refuse_fixed_options(args)
         from dgpbench.saved import ModelRequiredError
@@ -208,22 +209,93 @@ def _score(args: argparse.Namespace) -> int:
                 ) from exc
         _set_device(fitted, args.device)
     else:
-        load_npz_images(batches[0])  # read one batch before the long fit: fail early
+        _some_batch_reads(batches)  # before the long fit: fail early if none can be scored
         fitted = _fit_detector(args)
     provenance = _provenance(args, fitted)
-    records = []
+    records: list[tuple[dict[str, Any], Any]] = []
+    failed = False
     with torch_threads(args.threads):
         for path in batches:
-            result = _test_batch(fitted, load_npz_images(path), path)
-            record = score_record(result, fitted, batch=str(path), provenance=provenance)
+            try:
+                result = _test_batch(fitted, load_npz_images(path), path)
+            except (ValueError, TypeError, OSError) as exc:  # this batch only: go on
+                failed = True
+                record, result = error_record(path, exc, provenance), None
+                print(f"dgpbench score: error: {record['error']}", file=sys.stderr, flush=True)
+            else:
+                record = score_record(result, fitted, batch=str(path), provenance=provenance)
             if args.across == "none":
                 _print_record(record, result, fitted, args.json)
             records.append((record, result))
     if args.across != "none":
-        _correct_across(records, args.across)
+        scored = [r for r in records if r[1] is not None]
+        if scored:
+            _correct_across(scored, args.across)
         for record, result in records:
             _print_record(record, result, fitted, args.json)
+    if failed:  # "shift" (1) only when every batch was scored
+        return 2
     return 1 if any(record["shift"] for record, _ in records) else 0
+
+
+def _check_batches(batches: list[Path]) -> None:
+    """Refuse a batch that is not there, or not a regular file, before any is scored (a typo
+    found at once, a fifo never opened).
+    """
+    from dgpbench.npz import check_regular_file
+
+    for path in batches:
+        check_regular_file(path, "--batch")
+    missing = [str(path) for path in batches if not path.exists()]
+    if missing:
+        raise CommandError(f"--batch: no such file: {', '.join(missing)}")
+
+
+def _some_batch_reads(batches: list[Path]) -> None:
+    """Read batches until one reads; raise the first one's error if none does."""
+    from dgpbench.data.datasets import load_npz_images
+
+    first: Exception | None = None
+    for path in batches:
+        try:
+            load_npz_images(path)
+            return
+        except (ValueError, TypeError, OSError) as exc:
+            first = first or exc
+    if first is not None:
+        raise first
+
+
+def error_record(path: Path, exc: BaseException, provenance: dict[str, Any]) -> dict[str, Any]:
+    """The ``score --json`` record of a batch that could not be scored.
+
+    Parameters
+    ----------
+    path : Path
+        The batch file.
+    exc : BaseException
+        Why it could not be scored.
+    provenance : dict
+        As in :func:`score_record`.
+
+    Returns
+    -------
+    dict
+        ``schema``, ``batch``, ``shift`` (None: no decision), ``error`` (one line naming
+        the file) and
+        ``provenance``.
+    """
+    lines = str(exc).strip().splitlines()
+    message = lines[0] if lines else type(exc).__name__
+    if str(path) not in message:
+        message = f"the batch {path}: {message}"
+    return {
+        "schema": SCORE_SCHEMA,
+        "batch": str(path),
+        "shift": None,
+        "error": message,
+        "provenance": provenance,
+    }
 
 
 def _set_device(fitted: FittedDetector, device: str) -> None:
@@ -242,6 +314,13 @@ def _test_batch(fitted: FittedDetector, x: Any, path: Path) -> Any:
     from dgpbench.features.output import transform_method
 
     method = fitted.info.get("method", "?")
+    minimum = 4 if fitted.info.get("test") == "classif" else 2  # the tests' own minimum
+    if len(x) < minimum:
+        count = f"{len(x)} image" + ("" if len(x) == 1 else "s")
+        raise ValueError(
+            f"the batch {path} has {count}; the {fitted.info.get('test', 'ks')} test needs "
+            f"at least {minimum}"
+        )
     if fitted.info.get("test") == "classif":  # the images themselves
         return fitted.detector.test(fitted.features.transform(x))
     return fitted.detector.test(transform_method(fitted.features, x, method, f"the batch {path}"))
@@ -341,6 +420,8 @@ def _print_record(record: dict, result: Any, fitted: FittedDetector, as_json: bo
 
     if as_json:
         print(json.dumps(record), flush=True)
+        return
+    if "error" in record:  # said on stderr by the log: nothing to add to the report
         return
     verdict = "SHIFT" if record["shift"] else "no shift"
     across = record["across"]

@@ -188,7 +188,8 @@ def run_snakemake(snakemake_args: list[str]) -> int:
     Raises
     ------
     dgpbench.cli.registry.CommandError
-        If Snakemake is not installed, there is no workflow to run, another ``dgpbench run``
+        If Snakemake is not installed, there is no workflow to run, the configuration is
+        invalid (:func:`~dgpbench.cli.config.workflow_config_error`), another ``dgpbench run``
         is active in the same working directory, or Snakemake's lock there is not provably
         stale (see :func:`check_stale_lock`).
     """
@@ -203,6 +204,12 @@ def run_snakemake(snakemake_args: list[str]) -> int:
             "package; run this in a clone of dgpbench (or pass --snakefile CLONE/Snakefile)"
         )
     workdir = _directory(snakemake_args)
+    if "--unlock" not in snakemake_args:
+        from dgpbench.cli.config import workflow_config_error
+
+        problem = workflow_config_error(snakemake_args, workdir)
+        if problem is not None:  # the schema's message alone, before Snakemake runs
+            raise CommandError(problem)
     lock_path = workdir / ".snakemake" / "dgpbench-run.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     snakemake = [sys.executable, "-m", "snakemake"]

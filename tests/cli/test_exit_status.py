@@ -303,3 +303,21 @@ def test_a_bare_key_error_is_described_not_just_quoted(monkeypatch, capsys):
     monkeypatch.setitem(SUBCOMMANDS, "fake-key", ("test", lambda p: None, missing))
     assert main(["fake-key"]) == 2
     assert _one_line(capsys.readouterr().err) == "dgpbench fake-key: error: KeyError: 'y_test'\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [("protocol:\n  draws: x\n", "protocol.draws"),
+     ("failing_loudly:\n  mmd:\n    n_permutations: 1000000000000\n", "n_permutations")],
+)  # fmt: skip
+def test_run_with_a_bad_config_exits_2_with_the_schemas_message_alone(
+    tmp_path, monkeypatch, capsys, config, key
+):
+    pytest.importorskip("snakemake")
+    (tmp_path / "bad.yaml").write_text(config)
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "--snakefile", str(REPO / "Snakefile"), "--cores", "1", "-n",
+                 "--configfile", str(REPO / "config.yaml"), "bad.yaml"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and key in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / ".snakemake").exists()  # refused before Snakemake ran

@@ -203,3 +203,32 @@ def test_detect_reports_progress_per_cell_and_run(tmp_path, caplog):
     # 2 runs x (none + ko_shift at 3 fractions) = 8 units, numbered
     assert len(lines) == 8 and lines[-1].endswith("(8 of 8)"), lines
     assert lines[0].startswith("noredu+ks: none@")
+
+
+def test_features_refuse_a_shift_file_given_twice(tmp_path, capsys):
+    _ko_features(tmp_path)
+    (tmp_path / "copy.npz").write_bytes((tmp_path / "ko.npz").read_bytes())
+    for second in (tmp_path / "ko.npz", tmp_path / "copy.npz"):
+        code = main(["fl-features", "--representation", "noredu", "--images",
+                     str(tmp_path / "pools.npz"), "--shifts", str(tmp_path / "ko.npz"),
+                     str(second), "--out", str(tmp_path / "g.npz")])  # fmt: skip
+        err = capsys.readouterr().err
+        assert code == 2 and str(second) in err and err.count("\n") == 1
+        assert not (tmp_path / "g.npz").exists()
+
+
+def test_report_names_a_binary_file_and_says_how_to_add_tags(tmp_path, capsys):
+    _ko_features(tmp_path)
+    binary = tmp_path / "records.csv"
+    binary.write_bytes(bytes(range(128, 256)) * 4)
+    out = ["--out-dir", str(tmp_path / "tables")]
+    assert main(["fl-report", str(binary), *out]) == 2
+    err = capsys.readouterr().err
+    assert str(binary) in err and err.count("\n") == 1
+    untagged = tmp_path / "untagged.csv"
+    assert main(["fl-detect", "--features", str(tmp_path / "f.npz"), "--method", "noredu+ks",
+                 "--ns", "10", "--draws", "2", "--out", str(untagged)]) == 0  # fmt: skip
+    assert main(["fl-report", str(untagged), *out]) == 2
+    err = capsys.readouterr().err
+    assert str(untagged) in err and "--tag dataset=" in err and "--tag kind=" in err
+    assert "expected `dgpbench fl-detect` output" not in err

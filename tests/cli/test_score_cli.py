@@ -264,3 +264,42 @@ def test_an_option_the_test_does_not_use_is_refused(work, test, option, tmp_path
            "--test", test, *option, "--out", str(out)]  # fmt: skip
     assert main(fit) == 2
     assert f"{option[0]} is for --test" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("across", ["none", "fdr"])
+def test_a_bad_batch_gets_an_error_record_and_the_others_are_scored(work, across, tmp_path, capsys):
+    x = np.random.default_rng(1).uniform(size=(40, 1, 8, 8)).astype(np.float32)
+    x[3, 0, 2, 2] = np.nan
+    np.savez(tmp_path / "bad_nan.npz", x=x)
+    np.savez(tmp_path / "one.npz", x=x[:1] * 0)
+    batches = [str(work / "b1.npz"), str(tmp_path / "bad_nan.npz"), str(tmp_path / "one.npz"),
+               str(work / "noisy.npz")]  # fmt: skip
+    code = main(_score(work, "--detector", str(work / "det.npz"), "--batch", *batches,
+                       "--json", "--across", across))  # fmt: skip
+    out, err = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 2 and [r["batch"] for r in records] == batches
+    assert [("error" in r) for r in records] == [False, True, True, False]
+    assert records[3]["shift"] and records[1]["shift"] is None
+    assert "bad_nan.npz" in records[1]["error"] and "bad_nan.npz" in err
+    # a one-image batch: the file and its image count, not the features' shape
+    assert "one.npz has 1 image;" in records[2]["error"] and "shape" not in records[2]["error"]
+    if across == "fdr":
+        assert records[0]["across"]["n_batches"] == 2
+
+
+def test_a_missing_batch_is_refused_before_any_is_scored(work, tmp_path, capsys):
+    batches = [str(work / "b1.npz"), str(tmp_path / "absent.npz")]
+    code = main(_score(work, "--detector", str(work / "det.npz"), "--batch", *batches, "--json"))
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "absent.npz" in err and err.count("\n") == 1
+
+
+def test_without_a_detector_a_bad_first_batch_does_not_stop_the_others(work, tmp_path, capsys):
+    np.savez(tmp_path / "one.npz", x=np.zeros((1, 1, 8, 8), np.float32))
+    code = main(_score(work, "--clean", str(work / "clean.npz"), "--method", "softmax",
+                       "--batch", str(tmp_path / "one.npz"), str(work / "b1.npz"), "--json"))  # fmt: skip
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 2 and "error" in records[0] and records[1]["shift"] in (True, False)
+    assert main(_score(work, "--clean", str(work / "clean.npz"), "--method", "softmax",
+                       "--batch", str(tmp_path / "one.npz"))) == 2  # fmt: skip

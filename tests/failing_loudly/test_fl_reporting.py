@@ -197,3 +197,16 @@ def test_formula_text_from_tags_is_inert_in_csv_and_markdown(tmp_path):
             for line in text.splitlines():
                 cells = [c.strip() for c in line.replace("|", ",").split(",")]
                 assert not any(c.startswith(("=", "@")) for c in cells), (name, line)
+
+
+def test_a_pipe_in_a_tag_does_not_split_a_markdown_cell(tmp_path):
+    import re
+
+    rec = _records(RATES).assign(dataset="mnist|v2", kind="cnn|big")
+    write_report(rec, tmp_path, alpha=0.05)
+    for name in ("fl_table1a_accuracy", "fl_best_per_shift", "fl_false_positives"):
+        rows = [line for line in (tmp_path / f"{name}.md").read_text().splitlines()
+                if line.startswith("|")]  # fmt: skip
+        widths = {len(re.split(r"(?<!\\)\|", line)) for line in rows}
+        assert len(widths) == 1, (name, rows[:3])
+        assert any("mnist\\|v2" in line or "cnn\\|big" in line for line in rows), name
