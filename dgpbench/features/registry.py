@@ -14,31 +14,41 @@ import inspect
 import re
 from typing import Any
 
+from dgpbench.features.autoencoders import TAEFeatures, UAEFeatures
+from dgpbench.features.bbsd import BBSDhFeatures
 from dgpbench.features.dgp import DGPFeatures
-from dgpbench.features.failing_loudly import REPRESENTATIONS
+from dgpbench.features.dgp_approx import DGPApproxFeatures
 from dgpbench.features.magdiff import MAGDiffFeatures
+from dgpbench.features.methods import METHOD_CLASSES
+from dgpbench.features.reductions import NoRedFeatures, PCAFeatures, SRPFeatures
 from dgpbench.features.softmax import SoftmaxFeatures
 from dgpbench.features.tu import TUFeatures
 from dgpbench.labels import METHOD_LABELS
 
 __all__ = ["METHODS", "load_method_class", "make_features"]
 
-#: name -> (class, fixed parameters, display name).
-METHODS: dict[str, tuple[type, dict[str, Any], str]] = {
-    name: (cls, fixed, METHOD_LABELS[name])
-    for name, cls, fixed in (
-        ("softmax", SoftmaxFeatures, {}),
-        ("tu", TUFeatures, {"standardize": False}),
-        ("tu_norm", TUFeatures, {"standardize": True}),
-        ("magdiff", MAGDiffFeatures, {"signed": False}),
-        ("magdiff_signed", MAGDiffFeatures, {"signed": True}),
-        ("dgp_nonorm", DGPFeatures, {"standardize": False}),
-        ("dgp_unsorted", DGPFeatures, {"sort": False}),
-        ("dgp", DGPFeatures, {"standardize": True}),
+_CLASSES = {
+    cls.__name__: cls
+    for cls in (
+        SoftmaxFeatures,
+        TUFeatures,
+        MAGDiffFeatures,
+        DGPFeatures,
+        NoRedFeatures,
+        PCAFeatures,
+        SRPFeatures,
+        UAEFeatures,
+        TAEFeatures,
+        BBSDhFeatures,
+        DGPApproxFeatures,
     )
 }
-# "Failing loudly"'s representations and dgp_approx (dgpbench.features).
-METHODS.update(REPRESENTATIONS)
+
+#: name -> (class, fixed parameters, display name), from :data:`METHOD_CLASSES`.
+METHODS: dict[str, tuple[type, dict[str, Any], str]] = {
+    name: (_CLASSES[cls_name], fixed, METHOD_LABELS[name])
+    for name, (cls_name, fixed) in METHOD_CLASSES.items()
+}
 
 
 # A custom method: ``package.module:ClassName`` (Python identifiers, dotted module path).

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from dgpbench.features.methods import METHOD_CLASSES
 from dgpbench.models.specs import describe_model, is_factory_spec, load_model
 from dgpbench.parameters import WORKFLOW_RULES, light_checks
 from dgpbench.saved.fingerprint import network_fingerprint
@@ -619,26 +620,11 @@ _TESTS: dict[str, str] = {
     "ClassifierShiftDetector": "classif",
 }
 
-#: ``dgpbench fit``'s methods (:data:`dgpbench.features.registry.METHODS`, and ``images`` for
+#: ``dgpbench fit``'s methods (:data:`~dgpbench.features.methods.METHOD_CLASSES`, and ``images`` for
 #: the classifier test): the transformer's registry name and the parameters the method fixes.
 _METHODS: dict[str, tuple[str, dict[str, Any]]] = {
-    "softmax": ("SoftmaxFeatures", {}),
-    "tu": ("TUFeatures", {"standardize": False}),
-    "tu_norm": ("TUFeatures", {"standardize": True}),
-    "magdiff": ("MAGDiffFeatures", {"signed": False}),
-    "magdiff_signed": ("MAGDiffFeatures", {"signed": True}),
-    "dgp_nonorm": ("DGPFeatures", {"standardize": False}),
-    "dgp_unsorted": ("DGPFeatures", {"sort": False}),
-    "dgp": ("DGPFeatures", {"standardize": True}),
-    "noredu": ("NoRedFeatures", {}),
-    "pca": ("PCAFeatures", {}),
-    "srp": ("SRPFeatures", {}),
-    "uae": ("UAEFeatures", {}),
-    "tae": ("TAEFeatures", {}),
-    "bbsds": ("SoftmaxFeatures", {}),
-    "bbsdh": ("BBSDhFeatures", {}),
-    "dgp_approx": ("DGPApproxFeatures", {}),
-    "images": ("ImageFeatures", {}),
+    **METHOD_CLASSES,
+    "images": ("ImageFeatures", {}),  # the raw images the domain classifier (classif) reads
 }
 
 #: The facts ``dgpbench fit`` records in ``info``, and what each must be.
