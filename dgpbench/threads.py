@@ -7,6 +7,8 @@ first use, so importing this module stays cheap.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from numbers import Integral
@@ -31,7 +33,24 @@ def set_torch_threads(n: int | None) -> int:
 
 @contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
-    """Context manager: run the body with ``n`` torch threads, then restore the old count."""
+    """Context manager: run the body with ``n`` torch threads, then restore the old count.
+
+    If torch is not loaded yet, it is not imported for this (about 2 s of a command that may
+    never need it): ``OMP_NUM_THREADS`` is set to ``n`` for the body instead, which torch reads
+    when the body first imports it; torch then keeps ``n`` threads after the body.
+    """
+    if n is not None and "torch" not in sys.modules:
+        n = check_int(n, "threads")
+        previous_env = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = str(n)
+        try:
+            yield
+        finally:
+            if previous_env is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = previous_env
+        return
     import torch
 
     previous = set_torch_threads(n)

@@ -95,3 +95,19 @@ def snakemake(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+def config_problem(workdir: Path, config: dict, *args: str) -> str | None:
+    """What the workflow's configuration check says of ``config`` in ``workdir`` (None: valid).
+
+    The check `dgpbench run` makes before Snakemake starts, and the Snakefile before any job
+    (the schema with its defaults, then the cross-key checks), run in this process: each
+    bad-configuration case needs no Snakemake run of its own; one end-to-end case per family
+    shows that the run stops.
+    """
+    from dgpbench.cli.config import workflow_config_error
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    argv = ["--snakefile", str(SNAKEFILE), "--directory", str(workdir), "--cores", "1", *args]
+    return workflow_config_error(argv, workdir)

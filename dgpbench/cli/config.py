@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_config", "schema_error", "workflow_config_error"]
+__all__ = ["check_config", "check_failing_loudly", "schema_error", "workflow_config_error"]
 
 
 _NESTED_HINT = (
@@ -219,13 +219,42 @@ def check_config(config: Mapping[str, Any]) -> None:
         raise ValueError("invalid configuration: " + "; ".join(problems))
 
 
+def check_failing_loudly(section: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming the key if the ``failing_loudly`` section contradicts itself.
+
+    Checks: every shift of ``top_n`` is a known shift; protocol ``rabanser`` uses m = n
+    reference rows for MMD (``mmd.multivariate_ref`` null or ``n``).
+
+    Parameters
+    ----------
+    section : mapping
+        The ``failing_loudly`` section after its schema's validation (defaults filled in).
+
+    Raises
+    ------
+    ValueError
+        Naming the key and the reason.
+    """
+    from dgpbench.shifts import SHIFTS
+
+    unknown = sorted(set(section["top_n"]) - set(SHIFTS))
+    if unknown:
+        raise ValueError(f"config key failing_loudly.top_n: unknown shifts {unknown}")
+    if section["protocol"] == "rabanser" and section["mmd"]["multivariate_ref"] not in (None, "n"):
+        raise ValueError(
+            "config key failing_loudly.mmd.multivariate_ref: protocol rabanser compares MMD "
+            "against m = n reference rows (Rabanser et al.'s shift_detector.py); set it to null"
+        )
+
+
 def workflow_config_error(snakemake_args: list[str], workdir: Path) -> str | None:
     """The first problem of the configuration a ``snakemake`` command line would run, or None.
 
     The configuration is assembled as Snakemake assembles it for the workflow's Snakefile:
     ``config.yaml`` of ``workdir``, then every ``--configfile``, then ``--config``; it is then
     checked as the workflow checks it (the schema, with its defaults, then
-    :func:`check_config`, then the ``failing_loudly`` section's schema). A command line this
+    :func:`check_config`, then the ``failing_loudly`` section's schema and
+    :func:`check_failing_loudly`). A command line this
     cannot read as Snakemake does, or another workflow's Snakefile, gives None: Snakemake
     then checks it itself.
 
@@ -279,9 +308,14 @@ def workflow_config_error(snakemake_args: list[str], workdir: Path) -> str | Non
     fl_schema = schema.with_name("failing_loudly.schema.yaml")
     fl = checked.get("failing_loudly") or {}
     if fl_schema.is_file() and isinstance(fl, dict):
+        fl = copy.deepcopy(fl)
         try:
-            validate(copy.deepcopy(fl), schema=str(fl_schema.resolve()), set_default=True)
+            validate(fl, schema=str(fl_schema.resolve()), set_default=True)
         except WorkflowError:
             problem = schema_error(fl, fl_schema) or "it does not follow its schema"
             return f"failing_loudly: {problem}"
+        try:
+            check_failing_loudly(fl)
+        except ValueError as exc:
+            return str(exc)
     return None

@@ -212,7 +212,6 @@ def _check_fractions(fractions: list[float]) -> None:
 
 
 def _shift(args: argparse.Namespace) -> None:
-    from dgpbench.models.checkpoints import load_checkpoint
     from dgpbench.shifts import NEEDS_MODEL, apply_shift
     from dgpbench.threads import torch_threads
 
@@ -227,6 +226,8 @@ def _shift(args: argparse.Namespace) -> None:
                 f"--model {args.model}: FGSM needs the gradients of a training checkpoint "
                 "(the .pt that `dgpbench train` or the workflow writes), not an exported .pt2"
             )
+        from dgpbench.models.checkpoints import load_checkpoint  # torch: only for FGSM
+
         model, _ = load_checkpoint(args.model)
     arrays = {}
     x, y = pools["x_unseen"], pools["y_unseen"]

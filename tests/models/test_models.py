@@ -416,3 +416,28 @@ def test_batchnorm_trains_when_the_last_batch_would_hold_one_image(tmp_path):
     ckpt = train_mlp(x, y, arch, config, tmp_path, progress=False)
     model, _ = load_checkpoint(ckpt)
     assert any(isinstance(m, torch.nn.BatchNorm1d) for m in model)
+
+
+def test_torch_threads_does_not_load_torch_and_a_later_import_gets_the_count():
+    """A block that never uses torch does not pay its import; one that imports it gets ``n``."""
+    code = (
+        "import os, sys\n"
+        "os.environ.pop('OMP_NUM_THREADS', None)\n"
+        "from dgpbench.threads import torch_threads\n"
+        "with torch_threads(1):\n"
+        "    pass\n"
+        "assert 'torch' not in sys.modules and 'OMP_NUM_THREADS' not in os.environ\n"
+        "with torch_threads(1):\n"
+        "    import torch\n"
+        "    assert torch.get_num_threads() == 1, torch.get_num_threads()\n"
+        "assert 'OMP_NUM_THREADS' not in os.environ\n"
+        "try:\n"
+        "    with torch_threads(0):\n"
+        "        pass\n"
+        "except ValueError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('threads=0 accepted')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

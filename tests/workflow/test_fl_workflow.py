@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
-from _workflow import CORES, REPO, snakemake, tiny_config
+from _workflow import CORES, REPO, config_problem, snakemake, tiny_config
 
 from dgpbench.failing_loudly.grid import parse_method
 
@@ -90,10 +90,15 @@ def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
                                  {"protocol": "theirs"},
                                  {"protocol": "rabanser",
                                   "mmd": {"multivariate_ref": 1000}}])  # fmt: skip
-def test_bad_failing_loudly_config_stops_before_any_job(tmp_path, bad):
-    config = tiny_config()
-    config["failing_loudly"] = bad
+def test_bad_failing_loudly_config_is_refused_naming_the_section(tmp_path, bad):
+    problem = config_problem(tmp_path, {**tiny_config(), "failing_loudly": bad}, "failing_loudly")
+    assert problem is not None and "failing_loudly" in problem
+
+
+def test_bad_failing_loudly_config_stops_snakemake_before_any_job(tmp_path):
+    config = {**tiny_config(), "failing_loudly": {"top_n": {"nope": 5}}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     proc = _snakemake(tmp_path, "failing_loudly", "-n")
     assert proc.returncode != 0
-    assert "failing_loudly" in proc.stdout + proc.stderr
+    assert "failing_loudly.top_n" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from _workflow import CORES, REPO, SNAKEFILE, tiny_config, venv_env
+from _workflow import CORES, REPO, SNAKEFILE, config_problem, snakemake, tiny_config, venv_env
 
 from dgpbench.cli.main import main
 from dgpbench.io import atomic_path, save_npz
@@ -61,10 +61,15 @@ def _tables(workdir: Path) -> dict[str, bytes]:
         ({"report": {"comparison_delta_sets": {"a b": [0.5]}}}, "a b"),
     ],
 )
-def test_invalid_config_stops_before_any_job(tmp_path, change, message):
-    proc = run_workflow(tmp_path, tiny_config(**change), "-n")
+def test_invalid_config_is_refused_naming_the_key(tmp_path, change, message):
+    problem = config_problem(tmp_path, tiny_config(**change))
+    assert problem is not None and message in problem
+
+
+def test_invalid_config_stops_snakemake_before_any_job(tmp_path):
+    proc = snakemake(tmp_path, tiny_config(metods=["dgp"]), "-n")
     assert proc.returncode != 0
-    assert message in proc.stdout + proc.stderr
+    assert "metods" in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
 
 

@@ -1,7 +1,7 @@
 # Configuration and helpers of Failing loudly's grid (failing_loudly.smk's rules).
 # Nothing here runs a job.
 from dgpbench.failing_loudly.toolbox import MODEL_FREE
-from dgpbench.shifts import SHIFTS as FL_ALL_SHIFTS
+from dgpbench.cli.config import check_failing_loudly
 from dgpbench.shifts.adversarial import max_epsilon_for
 
 FL_SCHEMA = Path(workflow.basedir, "workflow", "schemas", "failing_loudly.schema.yaml")
@@ -12,15 +12,7 @@ try:
 except WorkflowError as exc:
     problem = schema_error(FL, FL_SCHEMA) or str(exc)
     raise ValueError(f"failing_loudly: {problem}") from None
-_unknown = sorted(set(FL["top_n"]) - set(FL_ALL_SHIFTS))
-if _unknown:
-    raise ValueError(f"config key failing_loudly.top_n: unknown shifts {_unknown}")
-
-if FL["protocol"] == "rabanser" and FL["mmd"]["multivariate_ref"] not in (None, "n"):
-    raise ValueError(
-        "config key failing_loudly.mmd.multivariate_ref: protocol rabanser compares MMD "
-        "against m = n reference rows (Rabanser et al.'s shift_detector.py); set it to null"
-    )
+check_failing_loudly(FL)  # the section's cross-key checks, before any job
 
 FLR = f"{RESULTS}/fl"
 FL_SECTION = "Failing loudly's grid - with DGP, TU and MAGDiff"
