@@ -63,10 +63,50 @@ def shared_data_root() -> Path:
 WORKFLOW_TESTS = REPO / "tests" / "workflow"
 
 
+def _cost(item: pytest.Item) -> float:
+    """A rough cost in seconds: an end-to-end run (marked slow) about 50, another test of
+    tests/workflow (one Snakemake start) about 5, a unit test well under one."""
+    if item.get_closest_marker("slow"):
+        return 50.0
+    return 5.0 if item.path.is_relative_to(WORKFLOW_TESTS) else 0.1
+
+
+def balanced_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """The items ordered so that pytest-xdist's ``worksteal`` gives every worker an equal share
+    of the long tests, first.
+
+    ``worksteal`` hands worker i the i-th of ``workers`` contiguous slices of the collection
+    and, when one runs dry, moves the tail of another's queue to it. So the long tests are
+    grouped by module (a module-scoped fixture is then computed once), the groups shared out
+    longest first to the least-loaded slice, and each slice starts with its long tests and
+    ends with short ones: what gets moved at the end is short, and no long test runs alone.
+    """
+    heavy: dict[Path, list[pytest.Item]] = {}
+    light = []
+    for item in items:
+        if _cost(item) >= 1:
+            heavy.setdefault(item.path, []).append(item)
+        else:
+            light.append(item)
+    if workers <= 1:
+        return [i for group in heavy.values() for i in group] + light
+    groups = sorted(heavy.values(), key=lambda g: -sum(map(_cost, g)))
+    bins: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for group in groups:
+        min(bins, key=lambda b: sum(map(_cost, b))).extend(group)
+    order, remaining, start = [], len(items), 0
+    for i, heavy_bin in enumerate(bins):
+        size = remaining // (workers - i)  # worksteal's slice of worker i
+        remaining -= size
+        n_light = max(0, size - len(heavy_bin))
+        order += heavy_bin + light[start : start + n_light]
+        start += n_light
+    return order + light[start:]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.is_relative_to(WORKFLOW_TESTS):
             item.add_marker(pytest.mark.workflow)
-    # The end-to-end runs first: they are the longest tests, and started first they overlap
-    # the short ones on the other pytest-xdist worker instead of finishing the run alone.
-    items.sort(key=lambda item: not item.path.is_relative_to(WORKFLOW_TESTS))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    items[:] = balanced_order(items, workers)

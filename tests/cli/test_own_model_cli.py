@@ -63,6 +63,7 @@ def _run_shell_line(line: str, cwd: Path) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.slow
 def test_documented_two_commands_run(tmp_path: Path) -> None:
     blocks = _blocks()
     kinds = [k for k, _ in blocks]

@@ -193,6 +193,7 @@ RULE_LOGS = {
 
 
 @pytest.mark.slurm
+@pytest.mark.slow
 def test_workflow_target_runs_as_slurm_jobs_with_profile_resources(slurm_cluster, tmp_path):
     workdir = tmp_path / "work"
     workdir.mkdir()
