@@ -203,12 +203,15 @@ def accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
     return proportion_cells(rec, ["dataset", "dimension", "row", "n"])
 
 
-def pooled_accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
+def pooled_accuracy_table(
+    records: pd.DataFrame, by: Sequence[str] = ("dimension", "row", "n")
+) -> pd.DataFrame:
     """Table 1a pooled over the data sets, as Rabanser et al.'s (MNIST with CIFAR-10):
-    accuracy per (dimension, row, n); the units are the (data set, run) pairs.
+    accuracy per (dimension, row, n), or per ``by`` (columns of the records with their
+    ``row``); the units are the (data set, run) pairs.
     """
     rec = _carry_forward(_shifted(with_rows(records)))
-    return proportion_cells(rec, ["dimension", "row", "n"])
+    return proportion_cells(rec, list(by))
 
 
 RABANSER_TABLE1B: tuple[str, ...] = ("bbsds+ks", "uae+mmd")
@@ -397,7 +400,9 @@ def write_report(
     records: pd.DataFrame, out_dir: str | os.PathLike, *, alpha: float
 ) -> dict[str, Path]:
     """Write Table 1a, Table 1b, the best rows per shift class, the false-positive table (CSV
-    and Markdown) and the summary.
+    and Markdown) and the summary; Rabanser et al.'s Tables 1(b), 2(a) and 2(b) pooled over
+    the data sets (:mod:`dgpbench.failing_loudly.breakdowns`) and Table 1(a) against theirs
+    (``comparison_fl_table1a``: :mod:`dgpbench.failing_loudly.published`).
 
     Under ``protocol: rabanser`` Table 1a also pools the data sets (rows ``dataset =
     "pooled"``), as Rabanser et al.'s does.
@@ -451,6 +456,13 @@ def write_report(
     write_csv(out / "fl_table1b.csv", _inert_frame(t1b), float_format="%.6g")
     write_text(out / "fl_table1b.md", t1b_md)
     written["table1b"] = out / "fl_table1b.csv"
+
+    from dgpbench.failing_loudly.breakdowns import write_breakdowns
+    from dgpbench.failing_loudly.published import write_fl_table1a_comparison
+
+    pooled = INTERVALS.format(units="every run of every data set", binomial="Wilson")
+    written.update(write_breakdowns(records, out, caption=f"protocol {protocol}; {pooled}"))
+    written["comparison_fl_table1a"] = write_fl_table1a_comparison(records, out)[2][0]
 
     best = best_table(records)
     write_csv(out / "fl_best_per_shift.csv", _inert_frame(best), float_format="%.6g")

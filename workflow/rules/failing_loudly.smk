@@ -152,8 +152,9 @@ rule fl_detect:
 
 
 rule fl_report:
-    """Tables 1a and 1b, the best rows per shift class, the false-positive table and the
-    run's summary; all records in one file."""
+    """Tables 1a and 1b, Table 1a against Rabanser et al.'s published one, their Tables
+    1b, 2a and 2b pooled over the data sets, the best rows per shift class, the
+    false-positive table and the run's summary; all records in one file."""
     input:
         fl_records(),
     output:
@@ -169,6 +170,20 @@ rule fl_report:
             category=FL_SECTION,
         ),
         f"{FLR}/tables/fl_table1b.md",
+        report(
+            f"{FLR}/tables/comparison_fl_table1a.csv",
+            caption="../report/fl_comparison_table1a.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/tables/comparison_fl_table1a_summary.csv",
+        f"{FLR}/tables/comparison_fl_table1a.md",
+        *(
+            report(f"{FLR}/tables/fl_{t}.csv", caption="../report/fl_breakdowns.rst",
+                   category=FL_SECTION)
+            for t in ("table1b_pooled", "table2a_intensity", "table2b_fraction")
+        ),
+        *(f"{FLR}/tables/fl_{t}.md" for t in ("table1b_pooled", "table2a_intensity",
+                                              "table2b_fraction")),
         report(
             f"{FLR}/tables/fl_best_per_shift.csv",
             caption="../report/fl_best_per_shift.rst",
