@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from dgpbench.failing_loudly.reporting import pooled_accuracy_table
+from dgpbench.failing_loudly.reporting import _inert_frame, pooled_accuracy_table
+from dgpbench.io import write_csv, write_text
+from dgpbench.tables import to_markdown
 
 __all__ = [
     "INTENSITIES",
@@ -165,10 +167,6 @@ def write_breakdowns(
     dict
         Table name -> path of its CSV.
     """
-    from dgpbench.failing_loudly.reporting import _inert_frame
-    from dgpbench.io import write_csv, write_text
-    from dgpbench.tables import to_markdown
-
     out = Path(out_dir)
     written: dict[str, Path] = {}
     builders = {"table1b_pooled": shift_table, "table2a_intensity": intensity_table,

@@ -353,6 +353,12 @@ def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike
     return paths
 
 
+POOLED_INTERVALS = (
+    "95% intervals: hull of a percentile bootstrap over the independent runs (the (data set, "
+    "run) units: every run of every data set) and the Wilson interval of the draws"
+)
+"""The interval note of the tables pooled over the data sets."""
+
 INTERVALS = (
     "95% intervals: hull of a percentile bootstrap over the independent runs (the (data set, "
     "run) units: {units}) and the {binomial} interval of the draws"
@@ -400,9 +406,8 @@ def write_report(
     records: pd.DataFrame, out_dir: str | os.PathLike, *, alpha: float
 ) -> dict[str, Path]:
     """Write Table 1a, Table 1b, the best rows per shift class, the false-positive table (CSV
-    and Markdown) and the summary; Rabanser et al.'s Tables 1(b), 2(a) and 2(b) pooled over
-    the data sets (:mod:`dgpbench.failing_loudly.breakdowns`) and Table 1(a) against theirs
-    (``comparison_fl_table1a``: :mod:`dgpbench.failing_loudly.published`).
+    and Markdown) and the summary (``dgpbench fl-report`` adds
+    :mod:`dgpbench.failing_loudly.breakdowns` and :mod:`dgpbench.failing_loudly.published`).
 
     Under ``protocol: rabanser`` Table 1a also pools the data sets (rows ``dataset =
     "pooled"``), as Rabanser et al.'s does.
@@ -456,13 +461,6 @@ def write_report(
     write_csv(out / "fl_table1b.csv", _inert_frame(t1b), float_format="%.6g")
     write_text(out / "fl_table1b.md", t1b_md)
     written["table1b"] = out / "fl_table1b.csv"
-
-    from dgpbench.failing_loudly.breakdowns import write_breakdowns
-    from dgpbench.failing_loudly.published import write_fl_table1a_comparison
-
-    pooled = INTERVALS.format(units="every run of every data set", binomial="Wilson")
-    written.update(write_breakdowns(records, out, caption=f"protocol {protocol}; {pooled}"))
-    written["comparison_fl_table1a"] = write_fl_table1a_comparison(records, out)[2][0]
 
     best = best_table(records)
     write_csv(out / "fl_best_per_shift.csv", _inert_frame(best), float_format="%.6g")

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dgpbench.cli.main import main
 from dgpbench.failing_loudly.breakdowns import (
     best_rows,
     fraction_table,
@@ -19,7 +20,7 @@ from dgpbench.failing_loudly.published import (
     se_published,
     write_fl_table1a_comparison,
 )
-from dgpbench.failing_loudly.reporting import pooled_accuracy_table, write_report
+from dgpbench.failing_loudly.reporting import pooled_accuracy_table
 from dgpbench.paper.comparisons.core import load_published
 from dgpbench.paper.comparisons.r2 import sign_test
 
@@ -171,10 +172,16 @@ def test_table_1b_has_every_row_and_names_the_best_of_each_dimension():
     assert best_rows(cells) == {"univariate": "dgp+ks [cnn]", "multivariate": "uae+mmd"}
 
 
-def test_the_report_writes_the_comparison_and_the_pooled_tables(tmp_path):
-    written = write_report(_records(runs=2), tmp_path, alpha=0.05)
+def test_fl_report_writes_the_comparison_and_the_pooled_tables(tmp_path):
+    _records(runs=2).to_csv(tmp_path / "records.csv", index=False)
+    out = tmp_path / "tables"
+    assert main(["fl-report", str(tmp_path / "records.csv"), "--out-dir", str(out)]) == 0
     for name in ("table1b_pooled", "table2a_intensity", "table2b_fraction"):
-        assert (tmp_path / f"fl_{name}.md").read_text().count("###") == 2  # per dimension
-        assert written[name] == tmp_path / f"fl_{name}.csv"
-    assert (tmp_path / "comparison_fl_table1a.md").read_text().startswith("###")
-    assert written["comparison_fl_table1a"].name == "comparison_fl_table1a.csv"
+        text = (out / f"fl_{name}.md").read_text()
+        assert text.count("###") == 2  # one table per test dimension
+        assert (out / f"fl_{name}.csv").stat().st_size > 0
+    levels = (out / "fl_table2a_intensity.md").read_text()
+    assert levels.index("| small") < levels.index("| medium") < levels.index("| large")
+    assert (out / "comparison_fl_table1a.md").read_text().startswith("###")
+    assert (out / "comparison_fl_table1a_summary.csv").stat().st_size > 0
+    assert (out / "fl_table1a_accuracy.md").stat().st_size > 0
