@@ -12,7 +12,9 @@ Each pools the data sets of the run, as theirs pool MNIST and CIFAR-10, and brea
 - Table 2(b) (:func:`fraction_table`): per fraction of the test pool shifted (0.1, 0.5, 1.0).
 
 Every cell is :func:`dgpbench.failing_loudly.reporting.pooled_accuracy_table`'s: its 95%
-interval counts the independent (data set, run) units, not the draws.
+interval counts the independent (data set, run) units, not the draws. Under ``protocol:
+rabanser`` a shift whose pool is too small for the largest n enters it with its largest n's
+draws, as their script and our Table 1a do; under ``dgpbench`` it is left out.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dgpbench.failing_loudly.reporting import _inert_frame, pooled_accuracy_table
+from dgpbench.failing_loudly.reporting import _inert_frame, pooled_accuracy_table, protocol_of
 from dgpbench.io import write_csv, write_text
 from dgpbench.tables import to_markdown
 
@@ -48,6 +50,13 @@ INTENSITIES: dict[str, tuple[str, ...]] = {
 """Rabanser et al.'s intensity of each shift class (their Table 2(a))."""
 
 
+def _carry(records: pd.DataFrame) -> bool:
+    """Carry a small pool's largest n forward as Rabanser et al.'s script does: under their
+    protocol only, as Table 1a does.
+    """
+    return protocol_of(records) == "rabanser"
+
+
 def shift_table(records: pd.DataFrame) -> pd.DataFrame:
     """Table 1(b): accuracy per (shift, dimension, row, n), pooled over the data sets.
 
@@ -61,7 +70,9 @@ def shift_table(records: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         ``shift, dimension, row, n, k, count, units, rate, ci_low, ci_high``.
     """
-    return pooled_accuracy_table(records, by=("shift", "dimension", "row", "n"))
+    return pooled_accuracy_table(
+        records, by=("shift", "dimension", "row", "n"), carry_forward=_carry(records)
+    )
 
 
 def intensity_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -88,7 +99,8 @@ def intensity_table(records: pd.DataFrame) -> pd.DataFrame:
     if rec.empty:
         raise ValueError(f"the records hold no shift of Table 2(a)'s classes {sorted(of)}")
     cells = pooled_accuracy_table(rec.assign(intensity=rec["shift"].map(of)),
-                                  by=("intensity", "dimension", "row", "n"))  # fmt: skip
+                                  by=("intensity", "dimension", "row", "n"),
+                                  carry_forward=_carry(records))  # fmt: skip
     order = {level: i for i, level in enumerate(INTENSITIES)}
     return cells.sort_values(["intensity", "dimension", "row", "n"],
                              key=lambda c: c.map(order) if c.name == "intensity" else c,
@@ -108,7 +120,9 @@ def fraction_table(records: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         ``fraction, dimension, row, n, k, count, units, rate, ci_low, ci_high``.
     """
-    return pooled_accuracy_table(records, by=("fraction", "dimension", "row", "n"))
+    return pooled_accuracy_table(
+        records, by=("fraction", "dimension", "row", "n"), carry_forward=_carry(records)
+    )
 
 
 def best_rows(cells: pd.DataFrame) -> dict[str, str]:

@@ -156,7 +156,8 @@ def reproduced(records: pd.DataFrame, kinds: tuple[str, ...] = PREFERRED_KINDS) 
     found = sorted(set(rec["kind"].astype(str)) - {"none"})
     chosen = next((k for k in kinds if k in found), found[0] if found else "none")
     rec = rec[rec["kind"].astype(str).isin(["none", chosen])]
-    cells = pooled_accuracy_table(rec.drop(columns="row"), by=("method", "row", "n"))
+    cells = pooled_accuracy_table(rec.drop(columns="row"), by=("method", "row", "n"),
+                                  carry_forward=protocol_of(records) == "rabanser")  # fmt: skip
     published = cells["method"].map(_CELLS)
     pool, _ = _pool_text(sorted(set(records["dataset"].astype(str))))
     return pd.DataFrame(

@@ -204,14 +204,18 @@ def accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def pooled_accuracy_table(
-    records: pd.DataFrame, by: Sequence[str] = ("dimension", "row", "n")
+    records: pd.DataFrame,
+    by: Sequence[str] = ("dimension", "row", "n"),
+    *,
+    carry_forward: bool = True,
 ) -> pd.DataFrame:
     """Table 1a pooled over the data sets, as Rabanser et al.'s (MNIST with CIFAR-10):
     accuracy per (dimension, row, n), or per ``by`` (columns of the records with their
-    ``row``); the units are the (data set, run) pairs.
+    ``row``); the units are the (data set, run) pairs. ``carry_forward``: a shift whose pool
+    is too small for the largest n enters it with its largest n's draws (their script).
     """
-    rec = _carry_forward(_shifted(with_rows(records)))
-    return proportion_cells(rec, list(by))
+    rec = _shifted(with_rows(records))
+    return proportion_cells(_carry_forward(rec) if carry_forward else rec, list(by))
 
 
 RABANSER_TABLE1B: tuple[str, ...] = ("bbsds+ks", "uae+mmd")

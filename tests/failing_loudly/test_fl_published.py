@@ -185,3 +185,19 @@ def test_fl_report_writes_the_comparison_and_the_pooled_tables(tmp_path):
     assert (out / "comparison_fl_table1a.md").read_text().startswith("###")
     assert (out / "comparison_fl_table1a_summary.csv").stat().st_size > 0
     assert (out / "fl_table1a_accuracy.md").stat().st_size > 0
+
+
+@pytest.mark.parametrize("protocol", ["rabanser", "dgpbench"])
+def test_a_small_pool_is_carried_to_the_larger_n_under_their_protocol_only(protocol):
+    rec = _records(runs=2, protocol=protocol)
+    small = (rec["shift"] == "large_gn_shift") & (rec["n"] == 100)  # its pool stops at n = 10
+    cells = shift_table(rec[~small])
+    carried = cells[(cells["shift"] == "large_gn_shift") & (cells["n"] == 100)]
+    assert carried.empty == (protocol == "dgpbench")
+    ours = reproduced(rec[~small]).set_index(["test", "reduction", "n"])
+    whole = reproduced(rec).set_index(["test", "reduction", "n"])
+    same = (
+        ours.loc[("univariate", "NoRed", 100), "ours"]
+        == whole.loc[("univariate", "NoRed", 100), "ours"]
+    )
+    assert same == (protocol == "rabanser")  # n = 10's result stands in for n = 100's
