@@ -115,7 +115,7 @@ SPEC = TableSpec(
         "(data set, run) units (units = their number; runs, not draws), hulled with the draws' "
         "Wilson interval; share_paper_in_ci: the share of published values inside it; n_below, "
         "n_above, sign_test_p: the exact two-sided sign test over the group's cells "
-        "(one_sided = yes when p < 0.05)"
+        "(one_sided = 1 when p < 0.05)"
     ),
     within=_within,
     extra=_extra,
