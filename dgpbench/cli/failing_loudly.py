@@ -581,12 +581,17 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from dgpbench.failing_loudly.reporting import write_report
+    from dgpbench.failing_loudly.breakdowns import write_breakdowns
+    from dgpbench.failing_loudly.published import write_fl_table1a_comparison
+    from dgpbench.failing_loudly.reporting import POOLED_INTERVALS, protocol_of, write_report
 
     records = _read_records(args.records)
     if args.aggregate:
         write_csv(args.aggregate, records, float_format="%.6g")
     written = write_report(records, args.out_dir, alpha=args.alpha)
+    caption = f"protocol {protocol_of(records)}; {POOLED_INTERVALS}"
+    written.update(write_breakdowns(records, args.out_dir, caption=caption))
+    written["comparison_fl_table1a"] = write_fl_table1a_comparison(records, args.out_dir)[2][0]
     log.info("Failing-loudly tables -> %s", [str(p) for p in written.values()])
 
 

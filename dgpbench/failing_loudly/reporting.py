@@ -203,12 +203,19 @@ def accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
     return proportion_cells(rec, ["dataset", "dimension", "row", "n"])
 
 
-def pooled_accuracy_table(records: pd.DataFrame) -> pd.DataFrame:
+def pooled_accuracy_table(
+    records: pd.DataFrame,
+    by: Sequence[str] = ("dimension", "row", "n"),
+    *,
+    carry_forward: bool = True,
+) -> pd.DataFrame:
     """Table 1a pooled over the data sets, as Rabanser et al.'s (MNIST with CIFAR-10):
-    accuracy per (dimension, row, n); the units are the (data set, run) pairs.
+    accuracy per (dimension, row, n), or per ``by`` (columns of the records with their
+    ``row``); the units are the (data set, run) pairs. ``carry_forward``: a shift whose pool
+    is too small for the largest n enters it with its largest n's draws (their script).
     """
-    rec = _carry_forward(_shifted(with_rows(records)))
-    return proportion_cells(rec, ["dimension", "row", "n"])
+    rec = _shifted(with_rows(records))
+    return proportion_cells(_carry_forward(rec) if carry_forward else rec, list(by))
 
 
 RABANSER_TABLE1B: tuple[str, ...] = ("bbsds+ks", "uae+mmd")
@@ -350,6 +357,12 @@ def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike
     return paths
 
 
+POOLED_INTERVALS = (
+    "95% intervals: hull of a percentile bootstrap over the independent runs (the (data set, "
+    "run) units: every run of every data set) and the Wilson interval of the draws"
+)
+"""The interval note of the tables pooled over the data sets."""
+
 INTERVALS = (
     "95% intervals: hull of a percentile bootstrap over the independent runs (the (data set, "
     "run) units: {units}) and the {binomial} interval of the draws"
@@ -397,7 +410,8 @@ def write_report(
     records: pd.DataFrame, out_dir: str | os.PathLike, *, alpha: float
 ) -> dict[str, Path]:
     """Write Table 1a, Table 1b, the best rows per shift class, the false-positive table (CSV
-    and Markdown) and the summary.
+    and Markdown) and the summary (``dgpbench fl-report`` adds
+    :mod:`dgpbench.failing_loudly.breakdowns` and :mod:`dgpbench.failing_loudly.published`).
 
     Under ``protocol: rabanser`` Table 1a also pools the data sets (rows ``dataset =
     "pooled"``), as Rabanser et al.'s does.

@@ -78,7 +78,9 @@ def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
                   & (records["n"] == 50) & (records["fraction"] == 1.0)]  # fmt: skip
     assert big["rejected"].mean() == 1.0
     for name in ("fl_table1a_accuracy.md", "fl_table1b.md", "fl_best_per_shift.md",
-                 "fl_false_positives.md", "fl_summary.md"):  # fmt: skip
+                 "fl_false_positives.md", "fl_summary.md", "comparison_fl_table1a.md",
+                 "fl_table1b_pooled.md", "fl_table2a_intensity.md",
+                 "fl_table2b_fraction.md"):  # fmt: skip
         assert (out / "tables" / name).stat().st_size > 0
     assert (out / "figures" / "fl_accuracy_vs_n_digits.png").stat().st_size > 0
     again = _snakemake(tmp_path, "failing_loudly", "--cores", str(CORES), "-n")

@@ -59,6 +59,7 @@ rule fl_shift:
         n_eps=FL["adversarial"]["n_epsilons"],
         protocol=FL["protocol"],
         model=lambda wc, input: f"--model {shlex.quote(str(input.model))}" if input.model else "",
+        big=fl_big_files,
     threads: 1
     conda:
         "../envs/dgpbench.yaml"
@@ -70,7 +71,7 @@ rule fl_shift:
     benchmark:
         f"{BENCH}/fl/shift/{{dataset}}/{{shift}}.tsv"
     shell:
-        "{params.dgpbench} fl-shift --images {input.pools:q} --shift {wildcards.shift:q}"
+        "{params.big}{params.dgpbench} fl-shift --images {input.pools:q} --shift {wildcards.shift:q}"
         " --fractions {params.fractions} --seed {params.seed} {params.model}"
         " --protocol {params.protocol}"
         " --max-epsilon {params.eps} --n-epsilons {params.n_eps} --threads {threads}"
@@ -100,7 +101,7 @@ rule fl_features:
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=lambda wc: fl_mem_mb(wc, 8000),
+        mem_mb=fl_mem_mb(8000, 3),  # the inputs, and NoRed's float64 features: 2x the images
         runtime=120,
     log:
         f"{LOGS}/fl/features/{{dataset}}/{{flmodel}}/{{representation}}.log",
@@ -135,7 +136,7 @@ rule fl_detect:
     conda:
         "../envs/dgpbench.yaml"
     resources:
-        mem_mb=lambda wc: fl_mem_mb(wc, 4000),
+        mem_mb=fl_mem_mb(4000, 2),  # the features file, and the pools built from it
         runtime=120,
     log:
         f"{LOGS}/fl/detect/{{dataset}}/{{flmodel}}/{{flmethod}}.log",
@@ -151,8 +152,9 @@ rule fl_detect:
 
 
 rule fl_report:
-    """Tables 1a and 1b, the best rows per shift class, the false-positive table and the
-    run's summary; all records in one file."""
+    """Tables 1a and 1b, Table 1a against Rabanser et al.'s published one, their Tables
+    1b, 2a and 2b pooled over the data sets, the best rows per shift class, the
+    false-positive table and the run's summary; all records in one file."""
     input:
         fl_records(),
     output:
@@ -168,6 +170,20 @@ rule fl_report:
             category=FL_SECTION,
         ),
         f"{FLR}/tables/fl_table1b.md",
+        report(
+            f"{FLR}/tables/comparison_fl_table1a.csv",
+            caption="../report/fl_comparison_table1a.rst",
+            category=FL_SECTION,
+        ),
+        f"{FLR}/tables/comparison_fl_table1a_summary.csv",
+        f"{FLR}/tables/comparison_fl_table1a.md",
+        *(
+            report(f"{FLR}/tables/fl_{t}.csv", caption="../report/fl_breakdowns.rst",
+                   category=FL_SECTION)
+            for t in ("table1b_pooled", "table2a_intensity", "table2b_fraction")
+        ),
+        *(f"{FLR}/tables/fl_{t}.md" for t in ("table1b_pooled", "table2a_intensity",
+                                              "table2b_fraction")),
         report(
             f"{FLR}/tables/fl_best_per_shift.csv",
             caption="../report/fl_best_per_shift.rst",

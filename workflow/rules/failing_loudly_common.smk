@@ -39,33 +39,19 @@ def fl_records(dataset=None):
     ]
 
 
-def fl_feature_bytes(dataset):
-    """An upper estimate of one representation's features file (pixels: NoRed, classif):
-    the unseen set plus every run's shifted images, float32. The runs multiply it."""
-    from math import prod
+def fl_big_files(wc, input):
+    """`DGPBENCH_MAX_INPUT_BYTES=...` for an fl step whose input files (this workflow's own
+    outputs) pass dgpbench.npz's limit (1 GiB by default): what the files declare, read off
+    them when the job runs (during planning they do not exist yet, and Snakemake waits)."""
+    from dgpbench.failing_loudly.files import input_limit_env
 
-    from dgpbench.data.datasets import image_shape
-
-    try:
-        values = prod(image_shape(dataset))
-    except (ValueError, OSError):
-        values = 3 * 32 * 32
-    unseen = 2 * (FL["images"]["n_ref_pool"] + FL["images"]["n_test_pool"]) + 25000
-    shifted = FL["runs"] * FL["images"]["n_test_pool"] * sum(FL["fractions"]) * len(FL["shifts"])
-    return int(4 * values * (unseen + shifted))
+    return input_limit_env(input)
 
 
-def fl_big_files(wc):
-    """`DGPBENCH_MAX_INPUT_BYTES=...` for the fl steps that read features files, where the
-    files may pass dgpbench.npz's 1 GiB default (the full config, CIFAR-10): they are this
-    workflow's own outputs."""
-    need = int(1.25 * fl_feature_bytes(DATASETS[wc.dataset]))
-    return f"DGPBENCH_MAX_INPUT_BYTES={need} " if need > 2**30 else ""
-
-
-def fl_mem_mb(wc, floor):
-    """Memory of a step that holds a features file (twice its size, at least ``floor``)."""
-    return max(floor, 2 * fl_feature_bytes(DATASETS[wc.dataset]) // 10**6)
+def fl_mem_mb(floor, times):
+    """Memory of a step that holds its input files: ``times`` their size, at least ``floor``
+    (read when the job runs)."""
+    return lambda wc, input: max(floor, int(times * input.size_mb))
 
 
 def fl_multivariate_ref():
