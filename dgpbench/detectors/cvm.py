@@ -3,7 +3,8 @@
 The statistic and p-value of each feature are ``scipy.stats.cramervonmises_2samp``'s with
 its default ``method="auto"`` (Anderson 1962; the exact null distribution of Xiao et al. 2006
 when both samples have at most 20 values, the asymptotic one of Csörgő and Faraway 1996
-otherwise), in one call over all features: SciPy's implementation is batched along an axis.
+otherwise), in one call over all features (SciPy's implementation is batched along an axis);
+the exact p-value, a function of the statistic alone, is computed once per distinct value.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from scipy.stats import cramervonmises_2samp
 from dgpbench.detectors.per_feature import PerFeatureShiftDetector
 from dgpbench.parameters import CVM_RULES, sklearn_constraints
 
-__all__ = ["CvMShiftDetector", "cvm_pvalues"]
+__all__ = ["EXACT_MAX_N", "CvMShiftDetector", "cvm_pvalues"]
+
+#: ``cramervonmises_2samp(method="auto")`` is exact when neither sample is larger.
+EXACT_MAX_N = 20
 
 
 def cvm_pvalues(X_ref: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -34,7 +38,9 @@ def cvm_pvalues(X_ref: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarra
     statistic : ndarray of shape (d,)
         The statistic ``T`` (midranks for ties).
     p_val : ndarray of shape (d,)
-        ``scipy.stats.cramervonmises_2samp(..., method="auto").pvalue`` of each column.
+        ``scipy.stats.cramervonmises_2samp(..., method="auto").pvalue`` of each column;
+        1 for a column constant in both samples with one value (SciPy's exact path gives
+        less, its no-ties distribution read at the all-tied statistic).
 
     Examples
     --------
@@ -42,11 +48,20 @@ def cvm_pvalues(X_ref: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarra
     >>> bool(p[0] < 0.01)
     True
     """
-    res = cramervonmises_2samp(X_ref, X, axis=0, method="auto")
-    return (
-        np.atleast_1d(np.asarray(res.statistic, dtype=np.float64)),
-        np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64)),
-    )
+    res = cramervonmises_2samp(X_ref, X, axis=0, method="asymptotic")
+    statistic = np.atleast_1d(np.asarray(res.statistic, dtype=np.float64)).copy()
+    p_val = np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64)).copy()
+    if max(len(X_ref), len(X)) <= EXACT_MAX_N:  # SciPy's switch in method="auto"
+        # The exact p-value depends on the statistic alone (a function of the integer U):
+        # compute it once per distinct statistic, on a column that has it.
+        _, first, inverse = np.unique(statistic, return_index=True, return_inverse=True)
+        exact = cramervonmises_2samp(X_ref[:, first], X[:, first], axis=0, method="exact")
+        p_val = np.atleast_1d(np.asarray(exact.pvalue, dtype=np.float64))[inverse.reshape(-1)]
+    # A feature constant in both samples (one value): SciPy's exact path reads its all-tied
+    # statistic against the no-ties distribution (p < 1); no evidence either way is p = 1.
+    constant = (X_ref == X_ref[:1]).all(axis=0) & (X == X_ref[:1]).all(axis=0)
+    statistic[constant], p_val[constant] = 0.0, 1.0
+    return statistic, p_val
 
 
 class CvMShiftDetector(PerFeatureShiftDetector):
@@ -80,7 +95,9 @@ class CvMShiftDetector(PerFeatureShiftDetector):
     Notes
     -----
     A feature constant in both samples with the same value has statistic 0 and p-value 1
-    (SciPy's answer too), and ``test`` warns how many there are, as the KS detector does.
+    (SciPy's asymptotic answer; its exact path, for samples of at most 20, gives less) and
+    ``test`` warns how many there are, as the KS detector does. Other ties use midranks;
+    the exact p-value is then SciPy's, from the distribution without ties.
 
     References
     ----------
@@ -109,5 +126,5 @@ class CvMShiftDetector(PerFeatureShiftDetector):
         self, X_ref: np.ndarray, X: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
         statistic, p_val = cvm_pvalues(X_ref, X)
-        exact = max(len(X_ref), len(X)) <= 20  # SciPy's switch in method="auto"
+        exact = max(len(X_ref), len(X)) <= EXACT_MAX_N
         return statistic, p_val, {"method": "exact" if exact else "asymptotic"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -78,7 +78,7 @@ class PerFeatureShiftDetector(ReferenceState, BaseEstimator):
 
     _test_label: str = ""
     #: dtypes accepted by ``validate_data``.
-    _dtype: Any = [np.float64, np.float32]
+    _dtype: ClassVar[list] = [np.float64, np.float32]
 
     def _check(self, X: np.ndarray, name: str) -> np.ndarray:
         """Test-specific checks of a validated sample (binary values for Fisher's test)."""
