@@ -10,9 +10,10 @@ last position (cumulative counts of the reference values give ``M_ij``, the grou
 The p-value is SciPy's: the log of the significance levels 0.25 ... 0.001 interpolated
 (quadratic in the standardised statistic) between the critical values of Scholz and
 Stephens' Table 2 and capped at 0.25 above, floored at 0.001 below. ``extrapolate=True``
-instead extends the quadratic beyond the table (SciPy's behaviour before 1.5), an
-approximation with no tabulated support: a floor of 0.001 means a Bonferroni correction over
-more than ``alpha / 0.001`` features (50 at ``alpha = 0.05``) can never reject.
+instead extends the quadratic beyond the table (as SciPy did before it capped), held at the
+quadratic's minimum (p ~3e-7) where it would turn up: an approximation with no tabulated
+support, for when the floor matters: at 0.001, a Bonferroni correction over more than
+``alpha / 0.001`` features (50 at ``alpha = 0.05``) can never reject.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def anderson_pvalues(
         Test sample.
     extrapolate : bool, default=False
         ``False``: SciPy's p-value, capped at 0.25 and floored at 0.001. ``True``: the
-        interpolating quadratic extended beyond the table, clipped to [0, 1].
+        interpolating quadratic extended beyond the table, clipped to [0, 1] and held at its
+        minimum (statistic ~27.7, p ~3e-7) beyond it, so it never grows with the statistic.
 
     Returns
     -------
@@ -123,11 +125,13 @@ def anderson_pvalues(
     a2 = _standardise(_a2akn(X_ref, X), n, m)
     critical = _B0 + _B1 + _B2  # b0 + b1 / sqrt(k - 1) + b2 / (k - 1) with k = 2
     pf = np.polyfit(critical, np.log(_SIG), 2)
-    p = np.exp(np.polyval(pf, a2))
     capped = np.zeros(a2.shape, dtype=np.int64)
     if extrapolate:
-        p = np.clip(p, 0.0, 1.0)
+        # The quadratic turns up at its vertex (A2 ~ 27.7, p ~ 3e-7): hold it there, so the
+        # p-value never grows with the statistic.
+        p = np.clip(np.exp(np.polyval(pf, np.minimum(a2, -pf[1] / (2 * pf[0])))), 0.0, 1.0)
     else:
+        p = np.exp(np.polyval(pf, a2))
         low, high = a2 < critical.min(), a2 > critical.max()
         p = np.where(low, _SIG.max(), np.where(high, _SIG.min(), p))
         capped[low], capped[high] = 1, -1
@@ -154,8 +158,8 @@ class ADShiftDetector(PerFeatureShiftDetector):
     extrapolate : bool, default=False
         ``False`` (SciPy's p-value): capped at 0.25 and floored at 0.001, the range of the
         tabulated critical values. ``True``: the interpolating quadratic extended beyond
-        them, an approximation, so that Bonferroni over more than ``alpha / 0.001``
-        features can still reject.
+        them (held at its minimum, p ~3e-7), an approximation, so that Bonferroni over more
+        than ``alpha / 0.001`` features can still reject.
 
     Attributes
     ----------
