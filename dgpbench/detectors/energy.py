@@ -218,7 +218,8 @@ class EnergyShiftDetector(ReferenceState, BaseEstimator):
         else:  # the observed split in the first block, summed exactly as the permutations
             subsets = list(_subsets(rng, N, n, B, block))
             subsets[0] = np.concatenate([np.arange(n)[None, :], subsets[0]])
-        stats = _permutation_energy(Z, n, subsets)
+        with np.errstate(over="ignore", invalid="ignore"):  # refused just below, with why
+            stats = _permutation_energy(Z, n, subsets)
         if not np.isfinite(stats).all():
             raise ValueError(
                 "the energy distance is not finite: the features are too large for float64 "
