@@ -77,7 +77,9 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
     p.add_argument(
         "--method",
         default=None,
-        help=METHOD_HELP + " (default: dgp; bbsdh for --test chi2; not used by classif)" + note,
+        help=METHOD_HELP
+        + " (default: dgp; bbsdh for --test chi2 and fisher; not used by classif)"
+        + note,
     )
     p.add_argument(
         "--test",
@@ -86,7 +88,7 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         help="two-sample test: ks per feature (default), mmd, chi2 (on --method bbsdh), "
         "classif (a domain classifier on the images), cvm / ad (Cramér-von Mises / "
         "Anderson-Darling per feature), energy (energy distance), fisher (Fisher's exact "
-        "test of 0/1 features)" + note,
+        "test of 0/1 features: bbsdh of a two-class model)" + note,
     )
     p.add_argument(
         "--alpha",
@@ -539,7 +541,9 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
         if test == "classif" and getattr(args, option, None) is not None:
             raise CommandError(f"--{option} is not used by --test classif (it tests the images)")
     method = (
-        "images" if test == "classif" else args.method or ("bbsdh" if test == "chi2" else "dgp")
+        "images"
+        if test == "classif"
+        else args.method or ("bbsdh" if test in ("chi2", "fisher") else "dgp")
     )
     # an option the chosen test does not use would be silently ignored: refuse it
     for option, tests in (("correction", _CORRECTED), ("permutations", _PERMUTED),
