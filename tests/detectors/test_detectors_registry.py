@@ -150,5 +150,5 @@ def test_score_chi2_needs_hard_labels(files, capsys):
 
 def test_score_rejects_an_unknown_test(files, capsys):
     with pytest.raises(SystemExit) as exc:
-        main(_args(files, "batch", "--test", "energy"))
+        main(_args(files, "batch", "--test", "wilcoxon"))
     assert exc.value.code == 2
