@@ -40,7 +40,7 @@ def _a2akn(ref: np.ndarray, test: np.ndarray) -> np.ndarray:
     n, m = ref.shape[0], test.shape[0]
     N = n + m
     values = np.concatenate([ref.T, test.T], axis=1, dtype=np.float64)  # (d, N)
-    order = np.argsort(values, axis=1, kind="stable")
+    order = np.argsort(values, axis=1)  # any order within a tie group: groups are read whole
     z = np.take_along_axis(values, order, axis=1)
     pos = np.arange(N)
     start = np.ones(z.shape, dtype=bool)
