@@ -111,3 +111,13 @@ def test_saved_detector_gives_the_same_p_values(tmp_path):
     batch = rng.normal(size=(20, 3))
     assert loaded.info["test"] == "ad" and loaded.detector.extrapolate is True
     np.testing.assert_array_equal(loaded.test(batch).p_val, det.test(batch).p_val)
+
+
+def test_extrapolated_p_values_never_grow_with_the_statistic():
+    rng = np.random.default_rng(7)
+    ref = rng.normal(size=(40, 1))
+    shifts = np.linspace(0.0, 8.0, 60)
+    tests = np.concatenate([rng.normal(size=(40, 1)) + s for s in shifts], axis=1)
+    stat, p, _ = anderson_pvalues(np.repeat(ref, len(shifts), axis=1), tests, extrapolate=True)
+    order = np.argsort(stat)
+    assert np.all(np.diff(p[order]) <= 0) and p.min() > 0

@@ -74,7 +74,7 @@ def test_exact_p_value_is_the_share_of_all_splits(n, m):
         if n >= 2 and m >= 2:
             expected = permutation_test(  # permuting row indices: the rows are points
                 (np.arange(n), np.arange(n, n + m)),
-                lambda i, j: energy_distance(pooled[i], pooled[j]),
+                lambda i, j, z=pooled: energy_distance(z[i], z[j]),
                 permutation_type="independent",
                 alternative="greater",
                 n_resamples=np.inf,
