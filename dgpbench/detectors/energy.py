@@ -70,8 +70,10 @@ def energy_distance(X: Any, Y: Any) -> float:
     return float(2.0 * cdist(X, Y).mean() - cdist(X, X).mean() - cdist(Y, Y).mean())
 
 
-def _permutation_energy(Z: np.ndarray, n: int, subsets: list) -> np.ndarray:
-    """``E`` of every split in ``subsets`` (blocks of index arrays), ``D`` built in row blocks."""
+def _permutation_energy(Z: np.ndarray, n: int, subsets: list) -> tuple[np.ndarray, float]:
+    """``E`` of every split in ``subsets`` (blocks of index arrays), ``D`` built in row blocks,
+    and the mean pooled distance (the scale of the rounding errors).
+    """
     N = Z.shape[0]
     m = N - n
     rows = max(1, min(N, BLOCK_BYTES // (8 * N)))
@@ -96,7 +98,7 @@ def _permutation_energy(Z: np.ndarray, n: int, subsets: list) -> np.ndarray:
     r = np.concatenate([dsum[sub].sum(axis=1) for sub in subsets])
     s_xy = r - q
     s_yy = total - 2.0 * r + q
-    return 2.0 * s_xy / (n * m) - q / (n * n) - s_yy / (m * m)
+    return 2.0 * s_xy / (n * m) - q / (n * n) - s_yy / (m * m), float(total / (N * N))
 
 
 class EnergyShiftDetector(ReferenceState, BaseEstimator):
@@ -219,17 +221,18 @@ class EnergyShiftDetector(ReferenceState, BaseEstimator):
             subsets = list(_subsets(rng, N, n, B, block))
             subsets[0] = np.concatenate([np.arange(n)[None, :], subsets[0]])
         with np.errstate(over="ignore", invalid="ignore"):  # refused just below, with why
-            stats = _permutation_energy(Z, n, subsets)
+            stats, mean_distance = _permutation_energy(Z, n, subsets)
         if not np.isfinite(stats).all():
             raise ValueError(
                 "the energy distance is not finite: the features are too large for float64 "
                 f"(largest magnitude {np.abs(Z).max():.3g}); rescale them"
             )
         obs = float(stats[0])
-        # Rounding: each statistic sums up to N^2 distances; the observed and an equal split
-        # (the swapped halves when n = m) are summed in different orders.
-        scale = float(stats.max() - stats.min()) + abs(obs)
-        at_least = stats >= obs - 8.0 * N * np.finfo(np.float64).eps * max(scale, 1e-300)
+        # Rounding: each statistic is a difference of sums of up to N^2 distances; the
+        # observed and an equal split (the swapped halves when n = m) are summed in different
+        # orders, so errors scale with the distances, not with E itself.
+        scale = max(mean_distance, abs(obs))
+        at_least = stats >= obs - 8.0 * N * np.finfo(np.float64).eps * scale
         if exact:
             perm = stats
             p_val = np.count_nonzero(at_least) / n_splits

@@ -27,9 +27,8 @@ def _draw(rng, kind, n, m, d):
 
 def _observed(ref, test):
     """The detector's statistic of the observed split (the vectorised formula)."""
-    return _permutation_energy(np.concatenate([ref, test]), len(ref), [np.arange(len(ref))[None]])[
-        0
-    ]
+    pooled = np.concatenate([ref, test])
+    return _permutation_energy(pooled, len(ref), [np.arange(len(ref))[None]])[0][0]
 
 
 @pytest.mark.parametrize("kind", ["normal", "integers"])
@@ -80,6 +79,17 @@ def test_exact_p_value_is_the_share_of_all_splits(n, m):
                 n_resamples=np.inf,
             ).pvalue
             assert res.p_val == pytest.approx(expected, rel=1e-12)
+
+
+def test_equal_splits_tie_with_the_observed_one_far_from_the_origin():
+    """Splits with the same E (n = m = 1: the swap) are summed in other orders; with
+    features near 1e6 the rounding scales with the distances, and the ties still count."""
+    det = EnergyShiftDetector().fit(np.array([[1e6 + 0.1, 3e6]]))
+    assert det.test(np.array([[1e6 + 0.7, 3e6 + 0.2]])).p_val == 1.0
+    rng = np.random.default_rng(8)
+    ref = 1e6 + rng.normal(size=(3, 2))
+    res = EnergyShiftDetector().fit(ref).test(1e6 + rng.normal(size=(3, 2)))
+    assert res.details["exact"] and res.p_val >= 2 / 20  # the observed split and its swap
 
 
 def test_random_permutations_count_the_observed_split():
