@@ -68,12 +68,16 @@ def _registry() -> dict[type, dict[str, str]]:
     # Imported here, not at module level, so this module never creates import cycles and the
     # modules of other estimators are loaded only when the registry is consulted.
     from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
+    from dgpbench.detectors.energy import EnergyShiftDetector
     from dgpbench.detectors.ks import KSShiftDetector
+    from dgpbench.detectors.per_feature import PerFeatureShiftDetector
     from dgpbench.features.network import NetworkFeatures
 
     return {
         KSShiftDetector: dict(_BATCH_LEVEL_DETECTOR),
         MMDShiftDetector: dict(_BATCH_LEVEL_TEST),
+        EnergyShiftDetector: dict(_BATCH_LEVEL_TEST),
+        PerFeatureShiftDetector: dict(_BATCH_LEVEL_DETECTOR),
         ClassifierShiftDetector: dict(_BATCH_LEVEL_TEST),
         NetworkFeatures: dict(_MODEL_TRANSFORMER),
     }

@@ -30,11 +30,15 @@ import numpy as np
 from dgpbench._device import DEVICE_OPTIONS
 
 __all__ = [
+    "AD_RULES",
     "BBSDH_RULES",
     "CHI2_RULES",
     "CLASSIFIER_RULES",
+    "CVM_RULES",
     "DGP_APPROX_RULES",
     "DGP_RULES",
+    "ENERGY_RULES",
+    "FISHER_RULES",
     "FORWARD_RULES",
     "HEAD_RULES",
     "KERNEL_RULES",
@@ -248,6 +252,18 @@ MAX_LEARNING_RATE = 10.0
 #: :class:`~dgpbench.KSShiftDetector`.
 KS_RULES: dict[str, list] = {"alpha": _ALPHA, "correction": [Choices(("bonferroni", "fdr")), None]}
 
+#: :class:`~dgpbench.detectors.CvMShiftDetector`: the KS detector's parameters.
+CVM_RULES: dict[str, list] = dict(KS_RULES)
+
+#: :class:`~dgpbench.detectors.ADShiftDetector`.
+AD_RULES: dict[str, list] = {**KS_RULES, "extrapolate": _BOOLEAN}
+
+#: :class:`~dgpbench.detectors.FisherShiftDetector`.
+FISHER_RULES: dict[str, list] = {
+    **KS_RULES,
+    "alternative": [Choices(("two-sided", "greater", "less"))],
+}
+
 #: :class:`~dgpbench.detectors.ChiSquareShiftDetector`.
 CHI2_RULES: dict[str, list] = {"alpha": _ALPHA}
 
@@ -258,6 +274,13 @@ MMD_RULES: dict[str, list] = {
     "bandwidth": [Choices(("median",)), Range("float", 0, None, "neither")],
     "random_state": ["random_state"],
     "device": [Choices(DEVICE_OPTIONS)],
+}
+
+#: :class:`~dgpbench.detectors.EnergyShiftDetector`.
+ENERGY_RULES: dict[str, list] = {
+    "alpha": _ALPHA,
+    "n_permutations": [Range("int", 1, MAX_PERMUTATIONS, "both")],
+    "random_state": ["random_state"],
 }
 
 #: :class:`~dgpbench.ClassifierShiftDetector`.

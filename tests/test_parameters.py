@@ -29,6 +29,12 @@ from dgpbench import (
     TUFeatures,
     UAEFeatures,
 )
+from dgpbench.detectors import (
+    ADShiftDetector,
+    CvMShiftDetector,
+    EnergyShiftDetector,
+    FisherShiftDetector,
+)
 from dgpbench.features.autoencoders import ARCHITECTURES
 from dgpbench.parameters import (
     KS_RULES,
@@ -67,6 +73,8 @@ ESTIMATORS = [
     (MAGDiffFeatures, "MAGDIFF_RULES"), (TUFeatures, "TU_RULES"), (DGPFeatures, "DGP_RULES"),
     (DGPApproxFeatures, "DGP_APPROX_RULES"), (PCAFeatures, "PCA_RULES"), (SRPFeatures, "SRP_RULES"),
     (UAEFeatures, "UAE_RULES"), (TAEFeatures, "TAE_RULES"), (NoRedFeatures, None),
+    (CvMShiftDetector, "CVM_RULES"), (ADShiftDetector, "AD_RULES"),
+    (EnergyShiftDetector, "ENERGY_RULES"), (FisherShiftDetector, "FISHER_RULES"),
 ]  # fmt: skip
 
 
@@ -122,11 +130,13 @@ def test_estimators_take_their_constraints_from_their_rules(estimator, rules) ->
 
 def test_every_estimator_of_the_package_has_its_rule_set() -> None:
     import dgpbench
+    import dgpbench.detectors
 
     public = {
         name
-        for name in dgpbench.__all__
-        if name.endswith(("Features", "Detector")) and isinstance(getattr(dgpbench, name), type)
+        for package in (dgpbench, dgpbench.detectors)
+        for name in package.__all__
+        if name.endswith(("Features", "Detector")) and isinstance(getattr(package, name), type)
     }
     assert public == {estimator.__name__ for estimator, _ in ESTIMATORS}
 

@@ -13,7 +13,13 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dgpbench._sklearn_checks import expected_failed_checks
-from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
+from dgpbench.detectors import (
+    ADShiftDetector,
+    ClassifierShiftDetector,
+    CvMShiftDetector,
+    EnergyShiftDetector,
+    MMDShiftDetector,
+)
 from dgpbench.detectors.ks import KSShiftDetector
 from dgpbench.features import (
     BBSDhFeatures,
@@ -64,6 +70,10 @@ ESTIMATORS = [
     # generic checks never draw; tests/detectors/test_detectors_chi2.py and test_representations.py
     # check their API instead.
     MMDShiftDetector(n_permutations=19, random_state=0),
+    CvMShiftDetector(),
+    ADShiftDetector(correction="fdr"),
+    EnergyShiftDetector(n_permutations=19, random_state=0),
+    # FisherShiftDetector takes 0/1 features only: test_detectors_fisher.py checks its API.
     ClassifierShiftDetector(classifier=_logistic(), random_state=0),
     NoRedFeatures(),
     PCAFeatures(),

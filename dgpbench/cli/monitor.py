@@ -1,7 +1,7 @@
 """The user's commands: ``dgpbench fit`` (save a detector) and ``dgpbench score`` (test
 batches of images for covariate shift; exit status 1 means "shift" and nothing else).
 
-Both share one path for every test (``ks``, ``mmd``, ``chi2``, ``classif``): a feature
+Both share one path for every test (``ks``, ``mmd``, ``chi2``, ``classif``, ...): a feature
 transformer and a detector are fitted (or loaded from ``--detector``) into a
 :class:`dgpbench.saved.FittedDetector`, then every batch is featurised and tested the same
 way, and reported in one record layout (:func:`score_record`).
@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The two-sample tests of ``fit --test`` and ``score --test``.
-TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif")
+TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif", "cvm", "ad", "energy", "fisher")
+#: The per-feature tests that take ``--correction``; the permutation tests of ``--permutations``.
+_CORRECTED: tuple[str, ...] = ("ks", "cvm", "ad", "fisher")
+_PERMUTED: tuple[str, ...] = ("mmd", "energy")
 
 #: Layout tag of a ``score --json`` record (one JSON object per line, one line per batch).
 SCORE_SCHEMA = "dgpbench-score/1"
@@ -74,14 +77,18 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
     p.add_argument(
         "--method",
         default=None,
-        help=METHOD_HELP + " (default: dgp; bbsdh for --test chi2; not used by classif)" + note,
+        help=METHOD_HELP
+        + " (default: dgp; bbsdh for --test chi2 and fisher; not used by classif)"
+        + note,
     )
     p.add_argument(
         "--test",
         default=None,
         choices=TESTS,
         help="two-sample test: ks per feature (default), mmd, chi2 (on --method bbsdh), "
-        "classif (a domain classifier on the images)" + note,
+        "classif (a domain classifier on the images), cvm / ad (Cramér-von Mises / "
+        "Anderson-Darling per feature), energy (energy distance), fisher (Fisher's exact "
+        "test of 0/1 features: bbsdh of a two-class model)" + note,
     )
     p.add_argument(
         "--alpha",
@@ -93,16 +100,20 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         "--correction",
         default=None,
         choices=["bonferroni", "fdr", "none"],
-        help="ks: multiple-testing correction over the features (default: bonferroni)" + note,
+        help="ks, cvm, ad, fisher: multiple-testing correction over the features "
+        "(default: bonferroni)" + note,
     )
     p.add_argument(
         "--permutations",
         type=_positive_int,
         default=None,
-        help="mmd: permutations (default: 1000)" + note,
+        help="mmd, energy: permutations (default: 1000)" + note,
     )
     p.add_argument(
-        "--seed", type=int, default=None, help="seed of the mmd/classif test (default: 0)" + note
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the mmd/energy/classif test (default: 0)" + note,
     )
     p.add_argument(
         "--head",
@@ -530,11 +541,13 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
         if test == "classif" and getattr(args, option, None) is not None:
             raise CommandError(f"--{option} is not used by --test classif (it tests the images)")
     method = (
-        "images" if test == "classif" else args.method or ("bbsdh" if test == "chi2" else "dgp")
+        "images"
+        if test == "classif"
+        else args.method or ("bbsdh" if test in ("chi2", "fisher") else "dgp")
     )
     # an option the chosen test does not use would be silently ignored: refuse it
-    for option, tests in (("correction", ("ks",)), ("permutations", ("mmd",)),
-                          ("seed", ("mmd", "classif"))):  # fmt: skip
+    for option, tests in (("correction", _CORRECTED), ("permutations", _PERMUTED),
+                          ("seed", (*_PERMUTED, "classif"))):  # fmt: skip
         if getattr(args, option, None) is not None and test not in tests:
             raise CommandError(f"--{option} is for --test {' or '.join(tests)}, not {test}")
     missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k, None) is None]
@@ -546,12 +559,12 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     x_refs, y_refs = _load_refs(args, x_clean)
     alpha = _setting(args, "alpha")
     params: dict[str, Any] = {"alpha": alpha}
-    if test == "ks":
+    if test in _CORRECTED:
         correction = _setting(args, "correction")
         params["correction"] = None if correction == "none" else correction
-    if test in ("mmd", "classif"):
+    if test in (*_PERMUTED, "classif"):
         params["random_state"] = _setting(args, "seed")
-    if test == "mmd":
+    if test in _PERMUTED:
         params["n_permutations"] = _setting(args, "permutations")
     if test in ("mmd", "classif"):
         params["device"] = args.device

@@ -3,7 +3,11 @@
 * :class:`KSShiftDetector` (``ks``): per-feature Kolmogorov-Smirnov + Bonferroni/FDR;
 * :class:`MMDShiftDetector` (``mmd``): Gaussian-kernel MMD, permutation p-value;
 * :class:`ChiSquareShiftDetector` (``chi2``): class frequencies of hard labels;
-* :class:`ClassifierShiftDetector` (``classif``): a domain classifier's held-out accuracy.
+* :class:`ClassifierShiftDetector` (``classif``): a domain classifier's held-out accuracy;
+* :class:`CvMShiftDetector` (``cvm``), :class:`ADShiftDetector` (``ad``),
+  :class:`FisherShiftDetector` (``fisher``): per-feature Cramér-von Mises, Anderson-Darling
+  and Fisher's exact tests with the KS corrections;
+* :class:`EnergyShiftDetector` (``energy``): energy distance, permutation p-value.
 
 The KS engine (:mod:`~dgpbench.detectors.ks_test`: :func:`ks_test`, the batched
 :func:`ks_pvalues`, the correction :func:`apply_correction`) is what the estimator, the
@@ -20,6 +24,11 @@ which scoring a saved softmax + KS detector never imports (:mod:`dgpbench.saved.
 from dgpbench._lazy import lazy_exports
 
 _EXPORTS = {
+    "ADShiftDetector": "dgpbench.detectors.anderson",
+    "CvMShiftDetector": "dgpbench.detectors.cvm",
+    "EnergyShiftDetector": "dgpbench.detectors.energy",
+    "FeatureTestResult": "dgpbench.detectors.per_feature",
+    "FisherShiftDetector": "dgpbench.detectors.fisher",
     "DETECTORS": "dgpbench.detectors.registry",
     "ChiSquareShiftDetector": "dgpbench.detectors.chi2",
     "ClassifierShiftDetector": "dgpbench.detectors.classifier",

@@ -180,6 +180,8 @@ class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
     """
 
     _parameter_constraints: dict = sklearn_constraints(CHI2_RULES)
+    #: The test's name in the registry (``fit --test``).
+    test_name = "chi2"
 
     def __init__(self, alpha: float = 0.05) -> None:
         self.alpha = alpha

@@ -147,6 +147,8 @@ class ClassifierShiftDetector(ReferenceState, BaseEstimator):
     """
 
     _parameter_constraints: dict = sklearn_constraints(CLASSIFIER_RULES)
+    #: The test's name in the registry (``fit --test``).
+    test_name = "classif"
 
     def __init__(
         self,

@@ -90,6 +90,8 @@ class KSShiftDetector(ReferenceState, BaseEstimator):
     """
 
     _parameter_constraints: dict = sklearn_constraints(KS_RULES)
+    #: The test's name in the registry (``fit --test``).
+    test_name = "ks"
 
     def __init__(self, alpha: float = 0.05, correction: str | None = "bonferroni") -> None:
         self.alpha = alpha

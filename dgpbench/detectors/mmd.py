@@ -311,6 +311,8 @@ class MMDShiftDetector(ReferenceState, BaseEstimator):
     """
 
     _parameter_constraints: dict = sklearn_constraints(MMD_RULES)
+    #: The test's name in the registry (``fit --test``).
+    test_name = "mmd"
 
     def __init__(
         self,

@@ -4,20 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from dgpbench.detectors.anderson import ADShiftDetector
 from dgpbench.detectors.chi2 import ChiSquareShiftDetector
 from dgpbench.detectors.classifier import ClassifierShiftDetector
+from dgpbench.detectors.cvm import CvMShiftDetector
+from dgpbench.detectors.energy import EnergyShiftDetector
+from dgpbench.detectors.fisher import FisherShiftDetector
 from dgpbench.detectors.ks import KSShiftDetector
 from dgpbench.detectors.mmd import MMDShiftDetector
 
 __all__ = ["DETECTORS", "make_detector"]
 
 #: Test name -> detector class: ``ks`` (per feature + correction), ``mmd`` (kernel,
-#: permutations), ``chi2`` (hard labels), ``classif`` (domain classifier).
+#: permutations), ``chi2`` (hard labels), ``classif`` (domain classifier), ``cvm``
+#: (Cramér-von Mises), ``ad`` (Anderson-Darling), ``energy`` (energy distance,
+#: permutations), ``fisher`` (Fisher's exact test of binary features).
 DETECTORS: dict[str, type] = {
     "ks": KSShiftDetector,
     "mmd": MMDShiftDetector,
     "chi2": ChiSquareShiftDetector,
     "classif": ClassifierShiftDetector,
+    "cvm": CvMShiftDetector,
+    "ad": ADShiftDetector,
+    "energy": EnergyShiftDetector,
+    "fisher": FisherShiftDetector,
 }
 
 
@@ -26,7 +36,7 @@ def make_detector(name: str, **params: Any) -> Any:
 
     Parameters
     ----------
-    name : {"ks", "mmd", "chi2", "classif"}
+    name : {"ks", "mmd", "chi2", "classif", "cvm", "ad", "energy", "fisher"}
         The test.
     **params
         Constructor parameters of that detector (``alpha``, ``n_permutations``, ...).

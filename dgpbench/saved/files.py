@@ -150,11 +150,15 @@ SAVEABLE: dict[str, str] = {
             ("mmd", "MMDShiftDetector"),
             ("chi2", "ChiSquareShiftDetector"),
             ("classifier", "ClassifierShiftDetector"),
+            ("cvm", "CvMShiftDetector"),
+            ("anderson", "ADShiftDetector"),
+            ("energy", "EnergyShiftDetector"),
+            ("fisher", "FisherShiftDetector"),
         )
     },
 }
 _DETECTOR_NAMES = frozenset(
-    ("KSShiftDetector", "MMDShiftDetector", "ChiSquareShiftDetector", "ClassifierShiftDetector")
+    name for name, spec in SAVEABLE.items() if spec.startswith("dgpbench.detectors.")
 )
 #: The transformers built on a network: their state is restored on the recorded network.
 _NETWORK_NAMES = frozenset(
@@ -606,19 +610,11 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
                 f"network (0 to {n_classes - 1}), got {int(labels.min())} to {int(labels.max())}"
             )
     try:
-        info = _checked_info(meta["info"], feats_name, feats_spec, name)
+        info = _checked_info(meta["info"], feats_name, feats_spec, type(detector).test_name)
     except _Invalid as exc:
         raise ValueError(f"{path}: invalid detector file: {exc}") from exc
     return FittedDetector(features, detector, info, sha)
 
-
-#: The test of each detector (``dgpbench fit --test``).
-_TESTS: dict[str, str] = {
-    "KSShiftDetector": "ks",
-    "MMDShiftDetector": "mmd",
-    "ChiSquareShiftDetector": "chi2",
-    "ClassifierShiftDetector": "classif",
-}
 
 #: ``dgpbench fit``'s methods (:data:`~dgpbench.features.methods.METHOD_CLASSES`, and ``images`` for
 #: the classifier test): the transformer's registry name and the parameters the method fixes.
@@ -637,10 +633,11 @@ _INFO_TYPES: dict[str, tuple[type, str]] = {
 
 
 def _checked_info(
-    info: dict[str, Any], feats_name: str | None, feats_spec: Any, detector_name: str
+    info: dict[str, Any], feats_name: str | None, feats_spec: Any, test: str
 ) -> dict[str, Any]:
     """The ``info`` block of a file, its known keys checked against their types and against
-    the restored estimators: ``test`` is the detector's (set from it), and ``method`` must be
+    the restored estimators: ``test`` is the detector's (its class's ``test_name``, the name
+    in :data:`dgpbench.detectors.DETECTORS`; set from it), and ``method`` must be
     a method of the restored transformer's class with its parameters.
     """
     for key, (kind, text) in _INFO_TYPES.items():
@@ -651,7 +648,6 @@ def _checked_info(
             raise _Invalid(f"info {key} must be {text}, got {value!r}")
     if "n_refs" in info and info["n_refs"] < 1:
         raise _Invalid(f"info n_refs must be a positive count, got {info['n_refs']!r}")
-    test = _TESTS[detector_name]
     if "test" in info and info["test"] != test:
         raise _Invalid(f"info test {info['test']!r} is not its detector's test {test!r}")
     if "method" in info:

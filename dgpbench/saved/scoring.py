@@ -133,6 +133,8 @@ class RestoredKS(_Restored, ReferenceState):
     """
 
     _name = "KSShiftDetector"
+    #: The test's name in the registry (``fit --test``), as ``KSShiftDetector``'s.
+    test_name = "ks"
     _defaults: ClassVar[dict[str, Any]] = {"alpha": 0.05, "correction": "bonferroni"}
     _checks: ClassVar[dict] = light_checks(KS_RULES)
 

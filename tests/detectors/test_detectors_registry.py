@@ -20,13 +20,24 @@ from dgpbench.detectors import (
 
 
 def test_names_and_errors():
-    assert list(DETECTORS) == ["ks", "mmd", "chi2", "classif"]
+    assert list(DETECTORS)[:4] == ["ks", "mmd", "chi2", "classif"]
+    assert {"cvm", "ad", "energy", "fisher"} <= set(DETECTORS)
     assert isinstance(make_detector("chi2", alpha=0.01), ChiSquareShiftDetector)
     assert make_detector("mmd", n_permutations=9).n_permutations == 9
-    with pytest.raises(
-        ValueError, match="unknown test 'energy'; choose from ks, mmd, chi2, classif"
-    ):
-        make_detector("energy")
+    with pytest.raises(ValueError, match="unknown test 'wilcoxon'; choose from ks, mmd, chi2"):
+        make_detector("wilcoxon")
+
+
+def test_each_detector_class_names_its_test_and_can_be_saved():
+    """One table of names: the registry; each class's test_name (what a detector file's
+    info records) and the saveable classes agree with it."""
+    from dgpbench.cli.monitor import TESTS
+    from dgpbench.saved.files import SAVEABLE
+
+    for name, cls in DETECTORS.items():
+        assert cls.test_name == name
+        assert SAVEABLE[cls.__name__] == f"{cls.__module__}:{cls.__qualname__}"
+    assert set(TESTS) == set(DETECTORS)
 
 
 def test_public_import_paths_name_one_class():
@@ -139,5 +150,5 @@ def test_score_chi2_needs_hard_labels(files, capsys):
 
 def test_score_rejects_an_unknown_test(files, capsys):
     with pytest.raises(SystemExit) as exc:
-        main(_args(files, "batch", "--test", "energy"))
+        main(_args(files, "batch", "--test", "wilcoxon"))
     assert exc.value.code == 2
