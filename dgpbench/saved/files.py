@@ -54,6 +54,7 @@ import numpy as np
 from dgpbench.features.methods import METHOD_CLASSES
 from dgpbench.models.specs import describe_model, is_factory_spec, load_model
 from dgpbench.parameters import WORKFLOW_RULES, light_checks
+from dgpbench.saved.calibration import check_calibration
 from dgpbench.saved.fingerprint import network_fingerprint
 from dgpbench.saved.format import FORMAT, META, RoleArrays, _Invalid, json_value, read_meta, write
 from dgpbench.state import StateError
@@ -86,12 +87,16 @@ class FittedDetector:
         The fingerprint of the network the transformer was fitted on (see
         :func:`~dgpbench.saved.fingerprint.network_fingerprint`); set by :func:`save_detector` and
         :func:`load_detector`, None for a transformer without a network.
+    calibration : dict or None, default=None
+        Its measured false alarms (:func:`dgpbench.saved.calibration.calibrate`), or None
+        when it was never calibrated.
     """
 
     features: Any
     detector: Any
     info: dict[str, Any] = field(default_factory=dict)
     model_sha256: str | None = None
+    calibration: dict[str, Any] | None = None
 
     def transform(self, X: Any) -> Any:
         """What the detector tests: ``features.transform(X)``, or ``X`` without features.
@@ -403,6 +408,11 @@ def save_detector(
         "detector": det_spec,
         "info": fitted.info,
     }
+    if fitted.calibration is not None:
+        try:
+            meta["calibration"] = check_calibration(fitted.calibration, detector.alpha)
+        except _Invalid as exc:
+            raise ValueError(f"cannot save the detector: {exc}") from exc
     write(path, meta, arrays)
     fitted.model_sha256 = sha
     return Path(path)
@@ -607,9 +617,12 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
             )
     try:
         info = _checked_info(meta["info"], feats_name, feats_spec, name)
+        calibration = meta.get("calibration")
+        if calibration is not None:
+            calibration = check_calibration(calibration, detector.alpha)
     except _Invalid as exc:
         raise ValueError(f"{path}: invalid detector file: {exc}") from exc
-    return FittedDetector(features, detector, info, sha)
+    return FittedDetector(features, detector, info, sha, calibration)
 
 
 #: The test of each detector (``dgpbench fit --test``).
