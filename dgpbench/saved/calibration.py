@@ -40,6 +40,7 @@ __all__ = [
     "CALIBRATION",
     "MIN_BATCHES",
     "OVERLAP",
+    "OVERLAP_RTOL",
     "calibrate",
     "check_calibration",
     "reference_warnings",
@@ -172,21 +173,31 @@ def _classifier_warning(fitted: FittedDetector) -> list[str]:
     ]
 
 
-def _reference_rows(features: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Which rows of ``features`` are rows of ``ref`` (to float32 precision: a forward pass
-    over another batch may change the last bits of the same image's features).
-    """
-    from scipy.spatial.distance import cdist
+#: Two feature rows are the same sample when every feature agrees to this relative
+#: precision (float32's resolution, with room for a forward pass over another batch).
+OVERLAP_RTOL = 1e-6
 
+
+def _reference_rows(features: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Which rows of ``features`` are rows of ``ref``: every value within
+    :data:`OVERLAP_RTOL` of the other, relatively (zero only with zero).
+
+    Candidates come from a sorted key column (the one with the most distinct reference
+    values), so the cost is ``O((n + n_ref) log n_ref)`` plus the few candidate rows.
+    """
     a = features.reshape(len(features), -1).astype(np.float64)
     b = np.asarray(ref).reshape(len(ref), -1).astype(np.float64)
-    tol = 1e-5 * max(1.0, float(np.abs(b).max(initial=0.0)))
+    key = int(np.argmax([len(np.unique(column)) for column in b.T]))
+    order = np.argsort(b[:, key], kind="stable")
+    sorted_key = b[order, key]
+    reach = np.abs(a[:, key]) * OVERLAP_RTOL / (1 - OVERLAP_RTOL)
+    lows = np.searchsorted(sorted_key, a[:, key] - reach, side="left")
+    highs = np.searchsorted(sorted_key, a[:, key] + reach, side="right")
     found = np.zeros(len(a), dtype=bool)
-    step = max(1, 2**22 // max(1, len(b)))  # bounded memory: chunks of the distance matrix
-    for start in range(0, len(a), step):
-        found[start : start + step] = (
-            cdist(a[start : start + step], b, "chebyshev").min(axis=1) <= tol
-        )
+    for i in np.flatnonzero(highs > lows):
+        rows = b[order[lows[i] : highs[i]]]
+        close = np.abs(rows - a[i]) <= OVERLAP_RTOL * np.maximum(np.abs(rows), np.abs(a[i]))
+        found[i] = bool(close.all(axis=1).any())
     return found
 
 
@@ -216,10 +227,10 @@ def calibrate(
     seed : int, default=0
         Seed of the generator that draws the batches.
     overlap : {"drop", "refuse"}, default="drop"
-        Clean inputs whose features equal (to float32 precision) a row of the detector's
-        reference sample: set aside (``n_overlap`` counts them), or an error. The
-        chi-squared test keeps only labels, so its overlap cannot be seen
-        (``n_overlap`` is None).
+        Clean inputs whose features equal a row of the detector's reference sample (every
+        feature within a relative :data:`OVERLAP_RTOL`): set aside (``n_overlap`` counts
+        them), or an error. The chi-squared test keeps only labels, so its overlap cannot
+        be seen (``n_overlap`` is None).
     confidence : float, default=0.95
         Confidence level of the rate's interval.
 
