@@ -27,14 +27,15 @@ from __future__ import annotations
 import datetime
 import math
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from dgpbench.saved.format import _Invalid, json_value, read_meta, write
 
-if TYPE_CHECKING:
-    from dgpbench.saved.files import FittedDetector
+# A detector is a dgpbench.saved.files.FittedDetector; not imported here, since that module
+# imports this one (the block is checked on every load).
+FittedDetector = Any
 
 __all__ = [
     "CALIBRATION",
