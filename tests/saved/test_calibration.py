@@ -261,3 +261,17 @@ def test_a_block_that_breaks_the_rules_is_never_written(saved, block) -> None:
                                             calibration={**block, "alpha": 0.1}))  # fmt: skip
     assert saved.read_bytes() == before
     assert check_calibration(block, 0.05) is block
+
+
+def test_every_test_calibrates_and_its_block_checks() -> None:
+    from dgpbench.detectors import ChiSquareShiftDetector
+
+    rng = np.random.default_rng(6)
+    labels = ChiSquareShiftDetector().fit(rng.integers(0, 3, size=100))
+    out = calibrate(FittedDetector(None, labels), rng.integers(0, 3, size=200), 20)
+    assert out["n_overlap"] is None and out["n_batches"] == 10  # labels: no overlap to see
+    assert check_calibration(out, 0.05) is out
+    mmd = MMDShiftDetector(n_permutations=50, random_state=0).fit(rng.normal(size=(40, 2)))
+    out = calibrate(FittedDetector(None, mmd), rng.normal(size=(200, 2)), 20)
+    assert out["n_overlap"] == 0 and check_calibration(out, 0.05) is out
+    assert all(p >= 1 / 51 for p in out["p_values"])  # the permutation p-value's floor
