@@ -121,7 +121,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise CommandError(
             f"--detector {args.detector} changed while it was being calibrated; nothing written"
         )
-    write_calibration(args.detector, block, out=args.out)
+    block = write_calibration(args.detector, block, out=args.out)
     for warning in block["warnings"]:
         print(f"dgpbench calibrate: warning: {warning}", file=sys.stderr, flush=True)
     if args.json:

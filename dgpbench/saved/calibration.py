@@ -44,6 +44,7 @@ __all__ = [
     "OVERLAP_RTOL",
     "calibrate",
     "check_calibration",
+    "detector_digest",
     "reference_warnings",
     "write_calibration",
 ]
@@ -58,7 +59,7 @@ OVERLAP: tuple[str, ...] = ("drop", "refuse")
 _KEYS = frozenset(
     ("schema", "alpha", "batch_size", "n_batches", "alarms", "rate", "confidence", "interval",
      "uniformity", "validity", "p_values", "shifts", "seed", "overlap", "n_clean", "n_overlap",
-     "clean", "clean_sha256", "warnings", "dgpbench_version", "time")
+     "clean", "clean_sha256", "detector_sha256", "warnings", "dgpbench_version", "time")
 )  # fmt: skip
 # The detector classes by test (a saved softmax + KS file restores as RestoredKS).
 _TESTS = {
@@ -243,7 +244,8 @@ def calibrate(
         and ``validity`` (``statistic``, ``p_value`` of the KS tests against U(0, 1),
         two-sided and for too small p-values), ``p_values`` and ``shifts`` (per batch),
         ``seed``, ``overlap``, ``n_clean``, ``n_overlap``, ``clean`` and ``clean_sha256``
-        (None: the caller names the file), ``warnings``, ``dgpbench_version``, ``time``.
+        (None: the caller names the file), ``detector_sha256`` (None: set by
+        :func:`write_calibration`), ``warnings``, ``dgpbench_version``, ``time``.
 
     Raises
     ------
@@ -330,6 +332,7 @@ def calibrate(
         "n_overlap": n_overlap,
         "clean": None,
         "clean_sha256": None,
+        "detector_sha256": None,
         "warnings": warnings,
         "dgpbench_version": str(dgpbench.__version__),
         "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -354,7 +357,9 @@ def _close(a: Any, b: Any) -> bool:
     )
 
 
-def check_calibration(block: Any, alpha: float) -> dict[str, Any]:
+def check_calibration(
+    block: Any, alpha: float, detector_sha256: str | None = None
+) -> dict[str, Any]:
     """Check a calibration block read from a file (the format's integrity rules).
 
     Parameters
@@ -363,6 +368,9 @@ def check_calibration(block: Any, alpha: float) -> dict[str, Any]:
         The header's ``calibration`` value.
     alpha : float
         The restored detector's significance level: the block's must equal it.
+    detector_sha256 : str, optional
+        The :func:`detector_digest` of the file holding the block: the block's must equal
+        it (a block measured on another detector is refused). None: not checked.
 
     Returns
     -------
@@ -372,9 +380,9 @@ def check_calibration(block: Any, alpha: float) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        Naming the first broken rule: the layout, a type or range, or a derived number
-        (rate, interval, uniformity, validity, alarms) that the recorded p-values and
-        decisions do not give.
+        Naming the first broken rule: the layout, a type or range, another detector's
+        digest, or a derived number (rate, interval, uniformity, validity, alarms) that the
+        recorded p-values and decisions do not give.
     """
     if not isinstance(block, dict) or block.get("schema") != CALIBRATION:
         raise _Invalid(f"calibration must be an object with schema {CALIBRATION!r}")
@@ -407,19 +415,28 @@ def check_calibration(block: Any, alpha: float) -> dict[str, Any]:
         raise _Invalid(f"calibration confidence must lie in (0, 1), got {confidence!r}")
     if block["overlap"] not in OVERLAP:
         raise _Invalid(f"calibration overlap must be one of {', '.join(OVERLAP)}")
-    for key in ("clean", "clean_sha256"):
+    for key in ("clean", "clean_sha256", "detector_sha256"):
         if block[key] is not None and not isinstance(block[key], str):
             raise _Invalid(f"calibration {key} must be a string or null")
-    sha = block["clean_sha256"]
-    if sha is not None and not (len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
-        raise _Invalid("calibration clean_sha256 must be 64 hex digits")
+    for key in ("clean_sha256", "detector_sha256"):
+        sha = block[key]
+        if sha is not None and not (len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+            raise _Invalid(f"calibration {key} must be 64 hex digits")
+    if detector_sha256 is not None and block["detector_sha256"] != detector_sha256:
+        raise _Invalid(
+            "calibration was measured on another detector (its detector_sha256 is not this "
+            "file's): calibrate this detector again"
+        )
     for key in ("dgpbench_version", "time"):
         if not isinstance(block[key], str):
             raise _Invalid(f"calibration {key} must be a string")
+    warnings = block["warnings"]
     if not (
-        isinstance(block["warnings"], list) and all(isinstance(w, str) for w in block["warnings"])
-    ):
-        raise _Invalid("calibration warnings must be a list of strings")
+        isinstance(warnings, list)
+        and len(warnings) <= 20
+        and all(isinstance(w, str) and len(w) <= 2000 and w.isprintable() for w in warnings)
+    ):  # score prints them on the user's terminal: no control characters
+        raise _Invalid("calibration warnings must be a list of printable strings")
     expected = _summary(p, shifts, float(alpha), confidence)
     for key, value in expected.items():
         if key == "alarms":
@@ -434,15 +451,46 @@ def check_calibration(block: Any, alpha: float) -> dict[str, Any]:
     return block
 
 
+def detector_digest(meta: dict[str, Any], arrays: Any) -> str:
+    """SHA-256 of what a detector file says its detector is: the network record, the
+    transformer's and the detector's specs (canonical JSON) and every array (name, dtype,
+    shape, bytes), not the version, ``info`` or calibration.
+
+    Parameters
+    ----------
+    meta : dict
+        The file's checked header.
+    arrays : mapping of str to ndarray
+        Its arrays by their names in the file (``__meta__`` left out).
+
+    Returns
+    -------
+    str
+        The hex digest.
+    """
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(b"dgpbench-detector-digest/1|")
+    spec = {key: meta[key] for key in ("model", "features", "detector")}
+    digest.update(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode())
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"|{name}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
 def write_calibration(
     path: str | os.PathLike[str],
     block: dict[str, Any],
     *,
     out: str | os.PathLike[str] | None = None,
-) -> None:
+) -> dict[str, Any]:
     """Record a calibration block in a detector file (replacing any earlier one).
 
-    The file's arrays are copied unchanged and its header gets the block; the new file is
+    The file's arrays are copied unchanged and its header gets the block, bound to the
+    file's detector by ``detector_sha256`` (:func:`detector_digest`); the new file is
     written next to the output and renamed onto it, so on any error the old file is left
     as it was.
 
@@ -454,6 +502,11 @@ def write_calibration(
         From :func:`calibrate` (checked by :func:`check_calibration` first).
     out : path-like, optional
         Where to write the calibrated file; default: ``path`` itself.
+
+    Returns
+    -------
+    dict
+        The block as written: ``block`` with the file's ``detector_sha256``.
 
     Raises
     ------
@@ -470,6 +523,8 @@ def write_calibration(
         alpha = (meta.get("detector") or {}).get("params", {}).get("alpha")
         if not isinstance(alpha, float):
             raise ValueError(f"{path}: invalid detector file: its detector has no alpha")
-        check_calibration(block, alpha)
         arrays = {name: store[name] for name in store.files if name != "__meta__"}
+        block = {**block, "detector_sha256": detector_digest(meta, arrays)}
+        check_calibration(block, alpha)
     write(path if out is None else out, {**meta, "calibration": block}, arrays)
+    return block

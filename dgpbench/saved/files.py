@@ -54,7 +54,7 @@ import numpy as np
 from dgpbench.features.methods import METHOD_CLASSES
 from dgpbench.models.specs import describe_model, is_factory_spec, load_model
 from dgpbench.parameters import WORKFLOW_RULES, light_checks
-from dgpbench.saved.calibration import check_calibration
+from dgpbench.saved.calibration import check_calibration, detector_digest
 from dgpbench.saved.fingerprint import network_fingerprint
 from dgpbench.saved.format import FORMAT, META, RoleArrays, _Invalid, json_value, read_meta, write
 from dgpbench.state import StateError
@@ -409,8 +409,9 @@ def save_detector(
         "info": fitted.info,
     }
     if fitted.calibration is not None:
+        digest = detector_digest(meta, arrays)
         try:
-            meta["calibration"] = check_calibration(fitted.calibration, detector.alpha)
+            meta["calibration"] = check_calibration(fitted.calibration, detector.alpha, digest)
         except _Invalid as exc:
             raise ValueError(f"cannot save the detector: {exc}") from exc
     write(path, meta, arrays)
@@ -581,6 +582,11 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
             extra = sorted(set(store.files) - used)
             if extra:
                 raise _Invalid(f"unexpected arrays {extra[:5]}")
+            calibration = meta.get("calibration")
+            if calibration is not None:  # bound to this file's detector
+                arrays = {name: store[name] for name in store.files if name != META}
+                digest = detector_digest(meta, arrays)
+                calibration = check_calibration(calibration, detector.alpha, digest)
         except _Invalid as exc:
             raise ValueError(f"{path}: invalid detector file: {exc}") from exc
         except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
@@ -617,9 +623,6 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
             )
     try:
         info = _checked_info(meta["info"], feats_name, feats_spec, name)
-        calibration = meta.get("calibration")
-        if calibration is not None:
-            calibration = check_calibration(calibration, detector.alpha)
     except _Invalid as exc:
         raise ValueError(f"{path}: invalid detector file: {exc}") from exc
     return FittedDetector(features, detector, info, sha, calibration)

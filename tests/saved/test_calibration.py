@@ -168,20 +168,22 @@ def saved(tmp_path: Path, ks_fitted) -> Path:
 
 def test_a_recorded_block_loads_back_and_survives_a_save(saved, block, tmp_path) -> None:
     arrays_before = dict(np.load(saved))
-    write_calibration(saved, block)
+    written = write_calibration(saved, block)
+    assert written == {**block, "detector_sha256": written["detector_sha256"]}
     for loader in (load_detector, load_scorer):
-        assert loader(saved).calibration == block
+        assert loader(saved).calibration == written
     with np.load(saved) as store:  # the arrays unchanged
         for key in arrays_before:
             if key != "__meta__":
                 np.testing.assert_array_equal(store[key], arrays_before[key])
     again = tmp_path / "again.npz"
     save_detector(again, load_detector(saved))
-    assert load_detector(again).calibration == block
+    assert load_detector(again).calibration == written
     other = calibrate(load_detector(saved), np.random.default_rng(9).normal(size=(300, 1)), 30)
-    write_calibration(saved, other, out=tmp_path / "copy.npz")  # a copy; the file kept
-    assert load_detector(tmp_path / "copy.npz").calibration == other
-    assert load_detector(saved).calibration == block
+    copied = write_calibration(saved, other, out=tmp_path / "copy.npz")  # a copy; the file kept
+    assert load_detector(tmp_path / "copy.npz").calibration == copied
+    assert copied["detector_sha256"] == written["detector_sha256"]  # the same detector
+    assert load_detector(saved).calibration == written
 
 
 def test_files_without_a_block_load_as_uncalibrated(tmp_path) -> None:
@@ -192,8 +194,8 @@ def test_files_without_a_block_load_as_uncalibrated(tmp_path) -> None:
     with np.load(FIXTURES / "batch.npz") as store:
         x = np.concatenate([store["x"]] * 10)  # 400 images: repeats are allowed, refs dropped
     out = calibrate(fitted, x, 20)
-    write_calibration(path, out)
-    assert load_detector(path).calibration == out
+    written = write_calibration(path, out)
+    assert load_detector(path).calibration == written
 
 
 def _edit(path: Path, edit) -> None:
@@ -228,7 +230,10 @@ def _edit(path: Path, edit) -> None:
             "calibration p_values must be 100 numbers in",
         ),
         (lambda b: b.update(clean_sha256="xyz"), "calibration clean_sha256 must be 64 hex"),
-        (lambda b: b.update(warnings=[1]), "calibration warnings must be a list of strings"),
+        (lambda b: b.update(warnings=[1]), "calibration warnings must be a list of printable"),
+        (lambda b: b.update(warnings=["\x1b[2J"]), "calibration warnings must be a list of"),
+        (lambda b: b.update(detector_sha256="0" * 64), "calibration was measured on another"),
+        (lambda b: b.update(detector_sha256=None), "calibration was measured on another"),
     ],
 )
 def test_an_edited_block_is_refused_on_load(saved, block, edit, message) -> None:
@@ -275,3 +280,25 @@ def test_every_test_calibrates_and_its_block_checks() -> None:
     out = calibrate(FittedDetector(None, mmd), rng.normal(size=(200, 2)), 20)
     assert out["n_overlap"] == 0 and check_calibration(out, 0.05) is out
     assert all(p >= 1 / 51 for p in out["p_values"])  # the permutation p-value's floor
+
+
+def test_a_block_moved_to_another_detector_is_refused(saved, block, tmp_path) -> None:
+    write_calibration(saved, block)
+    other = tmp_path / "other.npz"
+    det = KSShiftDetector(alpha=0.05, correction=None).fit(np.arange(10.0).reshape(-1, 1))
+    save_detector(other, FittedDetector(None, det))
+    with np.load(saved) as store:
+        moved = json.loads(str(store["__meta__"]))["calibration"]
+    _edit_meta(other, lambda meta: meta.update(calibration=moved))
+    with pytest.raises(ValueError, match="calibration was measured on another detector"):
+        load_detector(other)
+    with pytest.raises(ValueError, match="cannot save the detector: calibration was measured"):
+        save_detector(other, FittedDetector(None, det, calibration=moved))
+
+
+def _edit_meta(path: Path, edit) -> None:
+    with np.load(path) as store:
+        arrays = {k: store[k] for k in store.files}
+    meta = json.loads(str(arrays.pop("__meta__")))
+    edit(meta)
+    np.savez(path, __meta__=np.array(json.dumps(meta)), **arrays)
