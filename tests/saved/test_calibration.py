@@ -76,6 +76,8 @@ def test_the_batches_are_disjoint_and_seeded(ks_fitted, sample) -> None:
     assert a["p_values"] == b["p_values"] != c["p_values"]
     assert a["n_batches"] == 40  # every row once: 2000 / 50
     assert calibrate(ks_fitted, sample["clean"], 50, n_batches=12)["n_batches"] == 12
+    tiny = calibrate(ks_fitted, sample["clean"][:20], 2)  # the smallest batches
+    assert tiny["n_batches"] == 10 and len(tiny["p_values"]) == 10
 
 
 def test_reference_rows_in_the_clean_sample_are_dropped_or_refused(ks_fitted, sample) -> None:
