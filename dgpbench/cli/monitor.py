@@ -214,6 +214,12 @@ def _score(args: argparse.Namespace) -> int:
     provenance = _provenance(args, fitted)
     calibration = fitted.calibration
     warned = _warn_calibration(calibration)
+    if calibration is None and fitted.info.get("test") == "classif":
+        from dgpbench.saved.calibration import classifier_warnings
+
+        with torch_threads(args.threads):  # one training; calibrate records its outcome
+            for message in classifier_warnings(fitted):
+                _warn(message, warned)
     if calibration is not None and not args.json:
         print(calibration_line(calibration), flush=True)
     records: list[tuple[dict[str, Any], Any]] = []

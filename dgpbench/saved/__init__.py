@@ -22,8 +22,8 @@ _EXPORTS = {
     ),
     "FORMAT": "dgpbench.saved.format",
     **dict.fromkeys(
-        ("CALIBRATION", "calibrate", "check_calibration", "reference_warnings",
-         "write_calibration"),
+        ("CALIBRATION", "calibrate", "check_calibration", "classifier_warnings",
+         "detector_digest", "reference_warnings", "write_calibration"),
         "dgpbench.saved.calibration",
     ),
     "network_fingerprint": "dgpbench.saved.fingerprint",

@@ -44,6 +44,7 @@ __all__ = [
     "OVERLAP_RTOL",
     "calibrate",
     "check_calibration",
+    "classifier_warnings",
     "detector_digest",
     "reference_warnings",
     "write_calibration",
@@ -158,9 +159,21 @@ def reference_warnings(fitted: FittedDetector, batch_size: int) -> list[str]:
     ]
 
 
-def _classifier_warning(fitted: FittedDetector) -> list[str]:
-    """A domain classifier at chance on its own held-out references against a gross shift
-    (every input moved by its standard deviation over the references) sees nothing.
+def classifier_warnings(fitted: FittedDetector) -> list[str]:
+    """Whether a domain classifier is at chance on its own held-out references against a
+    gross shift: the references against themselves moved by one standard deviation in every
+    input (a batch any working classifier tells apart).
+
+    Parameters
+    ----------
+    fitted : FittedDetector
+        A detector with the classifier test (``test == "classif"``); costs one training.
+
+    Returns
+    -------
+    list of str
+        Empty, or one sentence with the held-out accuracy and p-value when the test does not
+        flag that shift.
     """
     det = fitted.detector
     ref = np.asarray(det.X_ref_)
@@ -309,7 +322,7 @@ def calibrate(
     summary = _summary(p_values, shifts, alpha, confidence)
     warnings = reference_warnings(fitted, batch_size)
     if test == "classif":
-        warnings += _classifier_warning(fitted)
+        warnings += classifier_warnings(fitted)
     low, high = summary["interval"]
     if low > alpha:
         warnings.append(

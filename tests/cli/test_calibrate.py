@@ -170,3 +170,21 @@ def test_a_reference_too_small_for_alpha_is_a_warning_of_score(work, tmp_path, c
     assert "it can never flag a shift" in capsys.readouterr().err
     assert main([*score, str(tmp_path / "b.npz")]) == 0
     assert capsys.readouterr().err.count("warning:") == 1
+
+
+def test_a_blind_domain_classifier_is_a_warning_of_score(work, tmp_path, capsys) -> None:
+    from dgpbench.detectors import ClassifierShiftDetector
+    from dgpbench.features.reductions import ImageFeatures
+    from dgpbench.saved import FittedDetector, save_detector
+
+    x = np.load(work / "fresh.npz")["x"]
+    feats = ImageFeatures().fit(x[:40])
+    # a learning rate of 1e-9: the network stays as initialised, at chance on anything
+    blind = ClassifierShiftDetector(learning_rate=1e-9, epochs=1, random_state=0)
+    path = tmp_path / "blind.npz"
+    save_detector(path, FittedDetector(feats, blind.fit(feats.transform(x[:40])), {}))
+    np.savez(tmp_path / "b.npz", x=x[40:80])
+    code = main(["score", "--detector", str(path), "--batch", str(tmp_path / "b.npz"), "--json"])
+    err = capsys.readouterr().err
+    assert code == 0 and err.count("warning:") == 1
+    assert "at chance on its own held-out references" in err
