@@ -57,7 +57,7 @@ def _calibrate_args(p: argparse.ArgumentParser) -> None:
         default="drop",
         choices=OVERLAP,
         help="clean images whose features are rows of the detector's reference sample: "
-        "drop them (default, counted in n_overlap) or refuse (exit 2)",
+        "drop them (counted in n_overlap) or refuse (exit 2)",
     )
     p.add_argument("--model", default=None, help=MODEL_HELP + " (only if the model moved)")
     p.add_argument(
