@@ -16,6 +16,7 @@ CLI = {"dgpbench.cli.main", "dgpbench.__main__"}
 REGISTRY = "dgpbench.cli.registry"
 STEPS = {
     "dgpbench.cli.monitor",
+    "dgpbench.cli.calibrate",
     "dgpbench.cli.paper",
     "dgpbench.cli.run",
     "dgpbench.cli.analysis",

@@ -223,15 +223,28 @@ def _score(args: argparse.Namespace) -> int:
         _some_batch_reads(batches)  # before the long fit: fail early if none can be scored
         fitted = _fit_detector(args)
     provenance = _provenance(args, fitted)
+    calibration = fitted.calibration
+    warned = _warn_calibration(calibration)
+    if calibration is None and fitted.info.get("test") == "classif":
+        from dgpbench.saved.calibration import classifier_warnings
+
+        with torch_threads(args.threads):  # one training; calibrate records its outcome
+            for message in classifier_warnings(fitted):
+                _warn(message, warned)
+    if calibration is not None and not args.json:
+        print(calibration_line(calibration), flush=True)
     records: list[tuple[dict[str, Any], Any]] = []
     failed = False
     with torch_threads(args.threads):
         for path in batches:
             try:
-                result = _test_batch(fitted, load_npz_images(path), path)
+                x = load_npz_images(path)
+                result = _test_batch(fitted, x, path)
+                _warn_reference(fitted, len(x), warned)
             except (ValueError, TypeError, OSError) as exc:  # this batch only: go on
                 failed = True
-                record, result = error_record(path, exc, provenance), None
+                record = error_record(path, exc, provenance, calibration=calibration)
+                result = None
                 print(f"dgpbench score: error: {record['error']}", file=sys.stderr, flush=True)
             else:
                 record = score_record(result, fitted, batch=str(path), provenance=provenance)
@@ -277,7 +290,58 @@ def _some_batch_reads(batches: list[Path]) -> None:
         raise first
 
 
-def error_record(path: Path, exc: BaseException, provenance: dict[str, Any]) -> dict[str, Any]:
+def calibration_line(block: dict[str, Any]) -> str:
+    """One line on a detector's measured false alarms (its calibration block).
+
+    Parameters
+    ----------
+    block : dict
+        The block :func:`dgpbench.saved.calibration.calibrate` gives.
+
+    Returns
+    -------
+    str
+        Alarms, batches, rate, its interval, alpha and the uniformity test's p-values.
+    """
+    low, high = block["interval"]
+    return (
+        f"measured false alarms: {block['alarms']} of {block['n_batches']} clean batches of "
+        f"{block['batch_size']} = {block['rate']:.3g} ({block['confidence']:.0%} interval "
+        f"[{low:.3g}, {high:.3g}], alpha {block['alpha']:g}); p-values against U(0, 1): "
+        f"KS p-value {block['uniformity']['p_value']:.3g}, for too small p-values "
+        f"{block['validity']['p_value']:.3g}"
+    )
+
+
+def _warn(message: str, warned: set[str]) -> None:
+    if message not in warned:
+        warned.add(message)
+        print(f"dgpbench score: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _warn_calibration(calibration: dict[str, Any] | None) -> set[str]:
+    """Say the detector's recorded warnings (``dgpbench calibrate``) once, on stderr."""
+    warned: set[str] = set()
+    for message in (calibration or {}).get("warnings", []):
+        _warn(message, warned)
+    return warned
+
+
+def _warn_reference(fitted: FittedDetector, n: int, warned: set[str]) -> None:
+    """Say once per batch size when the detector's reference makes it unable to flag a shift."""
+    from dgpbench.saved.calibration import reference_warnings
+
+    for message in reference_warnings(fitted, n):
+        _warn(message, warned)
+
+
+def error_record(
+    path: Path,
+    exc: BaseException,
+    provenance: dict[str, Any],
+    *,
+    calibration: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The ``score --json`` record of a batch that could not be scored.
 
     Parameters
@@ -288,13 +352,14 @@ def error_record(path: Path, exc: BaseException, provenance: dict[str, Any]) -> 
         Why it could not be scored.
     provenance : dict
         As in :func:`score_record`.
+    calibration : dict or None, default=None
+        The detector's calibration block, as in :func:`score_record`.
 
     Returns
     -------
     dict
         ``schema``, ``batch``, ``shift`` (None: no decision), ``error`` (one line naming
-        the file) and
-        ``provenance``.
+        the file), ``calibration`` and ``provenance``.
     """
     lines = str(exc).strip().splitlines()
     message = lines[0] if lines else type(exc).__name__
@@ -305,6 +370,7 @@ def error_record(path: Path, exc: BaseException, provenance: dict[str, Any]) -> 
         "batch": str(path),
         "shift": None,
         "error": message,
+        "calibration": calibration,
         "provenance": provenance,
     }
 
@@ -360,8 +426,9 @@ def score_record(
         statistic; for ks the largest per-feature KS distance), ``p_value`` (for ks the
         smallest corrected p-value), ``threshold`` (cut-off on the raw p-values), ``alpha``,
         ``correction`` (ks; else None), ``across`` (None unless ``--across``), ``n_refs``,
-        ``n_clean``, ``n_batch``, ``features`` (ks: one entry per feature; else None) and
-        ``provenance``.
+        ``n_clean``, ``n_batch``, ``features`` (ks: one entry per feature; else None),
+        ``calibration`` (the detector's measured false alarms recorded by ``dgpbench
+        calibrate``; None when it was never calibrated) and ``provenance``.
     """
     import numpy as np
 
@@ -401,6 +468,7 @@ def score_record(
         "n_clean": int(result.n_ref),
         "n_batch": int(result.n),
         "features": features,
+        "calibration": fitted.calibration,
         "provenance": provenance,
     }
 

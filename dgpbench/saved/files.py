@@ -54,6 +54,7 @@ import numpy as np
 from dgpbench.features.methods import METHOD_CLASSES
 from dgpbench.models.specs import describe_model, is_factory_spec, load_model
 from dgpbench.parameters import WORKFLOW_RULES, light_checks
+from dgpbench.saved.calibration import check_calibration, detector_digest
 from dgpbench.saved.fingerprint import network_fingerprint
 from dgpbench.saved.format import FORMAT, META, RoleArrays, _Invalid, json_value, read_meta, write
 from dgpbench.state import StateError
@@ -86,12 +87,16 @@ class FittedDetector:
         The fingerprint of the network the transformer was fitted on (see
         :func:`~dgpbench.saved.fingerprint.network_fingerprint`); set by :func:`save_detector` and
         :func:`load_detector`, None for a transformer without a network.
+    calibration : dict or None, default=None
+        Its measured false alarms (:func:`dgpbench.saved.calibration.calibrate`), or None
+        when it was never calibrated.
     """
 
     features: Any
     detector: Any
     info: dict[str, Any] = field(default_factory=dict)
     model_sha256: str | None = None
+    calibration: dict[str, Any] | None = None
 
     def transform(self, X: Any) -> Any:
         """What the detector tests: ``features.transform(X)``, or ``X`` without features.
@@ -407,6 +412,12 @@ def save_detector(
         "detector": det_spec,
         "info": fitted.info,
     }
+    if fitted.calibration is not None:
+        digest = detector_digest(meta, arrays)
+        try:
+            meta["calibration"] = check_calibration(fitted.calibration, detector.alpha, digest)
+        except _Invalid as exc:
+            raise ValueError(f"cannot save the detector: {exc}") from exc
     write(path, meta, arrays)
     fitted.model_sha256 = sha
     return Path(path)
@@ -575,6 +586,11 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
             extra = sorted(set(store.files) - used)
             if extra:
                 raise _Invalid(f"unexpected arrays {extra[:5]}")
+            calibration = meta.get("calibration")
+            if calibration is not None:  # bound to this file's detector
+                arrays = {name: store[name] for name in store.files if name != META}
+                digest = detector_digest(meta, arrays)
+                calibration = check_calibration(calibration, detector.alpha, digest)
         except _Invalid as exc:
             raise ValueError(f"{path}: invalid detector file: {exc}") from exc
         except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
@@ -613,7 +629,7 @@ def _load(path: Any, model: Any, classes: Callable[[str], type]) -> FittedDetect
         info = _checked_info(meta["info"], feats_name, feats_spec, type(detector).test_name)
     except _Invalid as exc:
         raise ValueError(f"{path}: invalid detector file: {exc}") from exc
-    return FittedDetector(features, detector, info, sha)
+    return FittedDetector(features, detector, info, sha, calibration)
 
 
 #: ``dgpbench fit``'s methods (:data:`~dgpbench.features.methods.METHOD_CLASSES`, and ``images`` for

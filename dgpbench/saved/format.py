@@ -7,6 +7,9 @@ A saved detector is one ``.npz`` file:
   and the SHA-256 of the fitted network's layers and weights), and for the transformer and
   the detector: a registry name, its constructor parameters (JSON values) and its fitted
   state's JSON values;
+* optionally ``calibration``: the measured false alarms of ``dgpbench calibrate``
+  (:mod:`dgpbench.saved.calibration`; its own layout tag, checked on load). An optional key
+  keeps :data:`FORMAT`: files without it load as before;
 * the fitted arrays, one array each, named ``<role>/<name>`` (``features/class_means_/0``,
   ``detector/X_ref_``, ...).
 
@@ -27,7 +30,16 @@ import numpy as np
 
 from dgpbench.io import atomic_path
 
-__all__ = ["FORMAT", "MAX_META_BYTES", "META", "RoleArrays", "json_value", "read_meta", "write"]
+__all__ = [
+    "FORMAT",
+    "MAX_META_BYTES",
+    "META",
+    "OPTIONAL_KEYS",
+    "RoleArrays",
+    "json_value",
+    "read_meta",
+    "write",
+]
 
 #: Format tag of a saved detector file (2: registry names, fitted-network fingerprint).
 FORMAT = "dgpbench-detector/2"
@@ -36,6 +48,8 @@ META = "__meta__"
 #: The largest JSON header read (the JSON of a detector is kilobytes).
 MAX_META_BYTES = 16 * 2**20
 _META_KEYS = frozenset(("format", "version", "model", "features", "detector", "info"))
+#: Keys a header may add to :data:`_META_KEYS` (files without them load as before).
+OPTIONAL_KEYS = frozenset(("calibration",))
 
 
 class _Invalid(ValueError):
@@ -108,8 +122,11 @@ def read_meta(store: Any) -> dict[str, Any]:
             f"format {meta.get('format')!r}, expected {FORMAT!r}"
             + ("; it was written by an older dgpbench: fit it again" if older else "")
         )
-    if set(meta) != _META_KEYS:
-        raise _Invalid(f"__meta__ has keys {sorted(meta)}, expected {sorted(_META_KEYS)}")
+    if not _META_KEYS <= set(meta) <= _META_KEYS | OPTIONAL_KEYS:
+        raise _Invalid(
+            f"__meta__ has keys {sorted(meta)}, expected {sorted(_META_KEYS)} (and optionally "
+            f"{sorted(OPTIONAL_KEYS)})"
+        )
     if not isinstance(meta["version"], str):
         raise _Invalid(f"version must be a string, got {meta['version']!r}")
     if not isinstance(meta["info"], dict):

@@ -261,7 +261,7 @@ def test_every_test_from_the_shell_in_two_commands(nets, name, test, capsys):
     assert len(records) == 2 and code == int(any(r["shift"] for r in records))
     keys = {"schema", "batch", "shift", "test", "method", "statistic", "p_value", "threshold",
             "alpha", "correction", "across", "n_refs", "n_clean", "n_batch", "features",
-            "provenance"}  # fmt: skip
+            "calibration", "provenance"}  # fmt: skip
     assert all(set(r) == keys and r["test"] == test for r in records)
     assert all(0 <= r["p_value"] <= 1 and r["provenance"]["detector_sha256"] for r in records)
     assert records[0]["batch"].endswith("b_clean.npz") and records[1]["n_batch"] == 30
