@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The two-sample tests of ``fit --test`` and ``score --test``.
-TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif")
+TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif", "lsdd", "mmdagg", "mmd_deep")
+#: The tests that take --permutations, and --seed.
+_PERMUTED: tuple[str, ...] = ("mmd", "lsdd", "mmd_deep")
+_SEEDED: tuple[str, ...] = ("mmd", "classif", "lsdd", "mmdagg", "mmd_deep")
 
 #: Layout tag of a ``score --json`` record (one JSON object per line, one line per batch).
 SCORE_SCHEMA = "dgpbench-score/1"
@@ -81,7 +84,8 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         default=None,
         choices=TESTS,
         help="two-sample test: ks per feature (default), mmd, chi2 (on --method bbsdh), "
-        "classif (a domain classifier on the images)" + note,
+        "classif (a domain classifier on the images), lsdd, mmdagg, mmd_deep (a learned "
+        "kernel)" + note,
     )
     p.add_argument(
         "--alpha",
@@ -99,10 +103,10 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         "--permutations",
         type=_positive_int,
         default=None,
-        help="mmd: permutations (default: 1000)" + note,
+        help="mmd, lsdd, mmd_deep: permutations (default: 1000)" + note,
     )
     p.add_argument(
-        "--seed", type=int, default=None, help="seed of the mmd/classif test (default: 0)" + note
+        "--seed", type=int, default=None, help="seed of the mmd/classif/lsdd/mmdagg/mmd_deep test (default: 0)" + note
     )
     p.add_argument(
         "--head",
@@ -533,8 +537,8 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
         "images" if test == "classif" else args.method or ("bbsdh" if test == "chi2" else "dgp")
     )
     # an option the chosen test does not use would be silently ignored: refuse it
-    for option, tests in (("correction", ("ks",)), ("permutations", ("mmd",)),
-                          ("seed", ("mmd", "classif"))):  # fmt: skip
+    for option, tests in (("correction", ("ks",)), ("permutations", _PERMUTED),
+                          ("seed", _SEEDED)):  # fmt: skip
         if getattr(args, option, None) is not None and test not in tests:
             raise CommandError(f"--{option} is for --test {' or '.join(tests)}, not {test}")
     missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k, None) is None]
@@ -549,11 +553,11 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     if test == "ks":
         correction = _setting(args, "correction")
         params["correction"] = None if correction == "none" else correction
-    if test in ("mmd", "classif"):
+    if test in _SEEDED:
         params["random_state"] = _setting(args, "seed")
-    if test == "mmd":
+    if test in _PERMUTED:
         params["n_permutations"] = _setting(args, "permutations")
-    if test in ("mmd", "classif"):
+    if test in ("mmd", "classif", "mmd_deep"):
         params["device"] = args.device
     detector = make_detector(test, **params)
     feats = _make_features(args, method)

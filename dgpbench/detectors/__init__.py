@@ -3,7 +3,9 @@
 * :class:`KSShiftDetector` (``ks``): per-feature Kolmogorov-Smirnov + Bonferroni/FDR;
 * :class:`MMDShiftDetector` (``mmd``): Gaussian-kernel MMD, permutation p-value;
 * :class:`ChiSquareShiftDetector` (``chi2``): class frequencies of hard labels;
-* :class:`ClassifierShiftDetector` (``classif``): a domain classifier's held-out accuracy.
+* :class:`ClassifierShiftDetector` (``classif``): a domain classifier's held-out accuracy;
+* :class:`LSDDShiftDetector` (``lsdd``), :class:`MMDAggShiftDetector` (``mmdagg``) and
+  :class:`DeepKernelMMDShiftDetector` (``mmd_deep``): more kernel two-sample tests.
 
 The KS engine (:mod:`~dgpbench.detectors.ks_test`: :func:`ks_test`, the batched
 :func:`ks_pvalues`, the correction :func:`apply_correction`) is what the estimator, the
@@ -29,6 +31,9 @@ _EXPORTS = {
     "ks_pvalues": "dgpbench.detectors.ks_test",
     "ks_test": "dgpbench.detectors.ks_test",
     "MMDShiftDetector": "dgpbench.detectors.mmd",
+    "LSDDShiftDetector": "dgpbench.detectors.lsdd",
+    "MMDAggShiftDetector": "dgpbench.detectors.mmdagg",
+    "DeepKernelMMDShiftDetector": "dgpbench.detectors.mmd_deep",
     "ShiftTestResult": "dgpbench.detectors.base",
     "make_detector": "dgpbench.detectors.registry",
 }

@@ -7,17 +7,25 @@ from typing import Any
 from dgpbench.detectors.chi2 import ChiSquareShiftDetector
 from dgpbench.detectors.classifier import ClassifierShiftDetector
 from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.detectors.lsdd import LSDDShiftDetector
 from dgpbench.detectors.mmd import MMDShiftDetector
+from dgpbench.detectors.mmd_deep import DeepKernelMMDShiftDetector
+from dgpbench.detectors.mmdagg import MMDAggShiftDetector
 
 __all__ = ["DETECTORS", "make_detector"]
 
 #: Test name -> detector class: ``ks`` (per feature + correction), ``mmd`` (kernel,
-#: permutations), ``chi2`` (hard labels), ``classif`` (domain classifier).
+#: permutations), ``chi2`` (hard labels), ``classif`` (domain classifier), ``lsdd``
+#: (least-squares density difference), ``mmdagg`` (aggregated kernels), ``mmd_deep``
+#: (learned deep kernel).
 DETECTORS: dict[str, type] = {
     "ks": KSShiftDetector,
     "mmd": MMDShiftDetector,
     "chi2": ChiSquareShiftDetector,
     "classif": ClassifierShiftDetector,
+    "lsdd": LSDDShiftDetector,
+    "mmdagg": MMDAggShiftDetector,
+    "mmd_deep": DeepKernelMMDShiftDetector,
 }
 
 
@@ -26,7 +34,7 @@ def make_detector(name: str, **params: Any) -> Any:
 
     Parameters
     ----------
-    name : {"ks", "mmd", "chi2", "classif"}
+    name : {"ks", "mmd", "chi2", "classif", "lsdd", "mmdagg", "mmd_deep"}
         The test.
     **params
         Constructor parameters of that detector (``alpha``, ``n_permutations``, ...).

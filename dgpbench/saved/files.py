@@ -150,12 +150,15 @@ SAVEABLE: dict[str, str] = {
             ("mmd", "MMDShiftDetector"),
             ("chi2", "ChiSquareShiftDetector"),
             ("classifier", "ClassifierShiftDetector"),
+            ("lsdd", "LSDDShiftDetector"),
+            ("mmdagg", "MMDAggShiftDetector"),
+            ("mmd_deep", "DeepKernelMMDShiftDetector"),
         )
     },
 }
 _DETECTOR_NAMES = frozenset(
     ("KSShiftDetector", "MMDShiftDetector", "ChiSquareShiftDetector", "ClassifierShiftDetector")
-)
+) | {"LSDDShiftDetector", "MMDAggShiftDetector", "DeepKernelMMDShiftDetector"}
 #: The transformers built on a network: their state is restored on the recorded network.
 _NETWORK_NAMES = frozenset(
     ("SoftmaxFeatures", "TUFeatures", "MAGDiffFeatures", "DGPFeatures", "BBSDhFeatures",
@@ -618,6 +621,9 @@ _TESTS: dict[str, str] = {
     "MMDShiftDetector": "mmd",
     "ChiSquareShiftDetector": "chi2",
     "ClassifierShiftDetector": "classif",
+    "LSDDShiftDetector": "lsdd",
+    "MMDAggShiftDetector": "mmdagg",
+    "DeepKernelMMDShiftDetector": "mmd_deep",
 }
 
 #: ``dgpbench fit``'s methods (:data:`~dgpbench.features.methods.METHOD_CLASSES`, and ``images`` for

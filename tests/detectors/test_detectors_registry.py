@@ -20,11 +20,12 @@ from dgpbench.detectors import (
 
 
 def test_names_and_errors():
-    assert list(DETECTORS) == ["ks", "mmd", "chi2", "classif"]
+    assert list(DETECTORS) == ["ks", "mmd", "chi2", "classif", "lsdd", "mmdagg", "mmd_deep"]
     assert isinstance(make_detector("chi2", alpha=0.01), ChiSquareShiftDetector)
     assert make_detector("mmd", n_permutations=9).n_permutations == 9
     with pytest.raises(
-        ValueError, match="unknown test 'energy'; choose from ks, mmd, chi2, classif"
+        ValueError,
+        match="unknown test 'energy'; choose from ks, mmd, chi2, classif, lsdd, mmdagg, mmd_deep",
     ):
         make_detector("energy")
 
