@@ -106,7 +106,10 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         help="mmd, lsdd, mmd_deep: permutations (default: 1000)" + note,
     )
     p.add_argument(
-        "--seed", type=int, default=None, help="seed of the mmd/classif/lsdd/mmdagg/mmd_deep test (default: 0)" + note
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the mmd/classif/lsdd/mmdagg/mmd_deep test (default: 0)" + note,
     )
     p.add_argument(
         "--head",
