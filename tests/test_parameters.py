@@ -29,6 +29,7 @@ from dgpbench import (
     TUFeatures,
     UAEFeatures,
 )
+from dgpbench.detectors import DeepKernelMMDShiftDetector, LSDDShiftDetector, MMDAggShiftDetector
 from dgpbench.features.autoencoders import ARCHITECTURES
 from dgpbench.parameters import (
     KS_RULES,
@@ -67,6 +68,11 @@ ESTIMATORS = [
     (MAGDiffFeatures, "MAGDIFF_RULES"), (TUFeatures, "TU_RULES"), (DGPFeatures, "DGP_RULES"),
     (DGPApproxFeatures, "DGP_APPROX_RULES"), (PCAFeatures, "PCA_RULES"), (SRPFeatures, "SRP_RULES"),
     (UAEFeatures, "UAE_RULES"), (TAEFeatures, "TAE_RULES"), (NoRedFeatures, None),
+]  # fmt: skip
+#: Estimators of dgpbench.detectors that the package's top level does not export.
+DETECTOR_ESTIMATORS = [
+    (LSDDShiftDetector, "LSDD_RULES"), (MMDAggShiftDetector, "MMDAGG_RULES"),
+    (DeepKernelMMDShiftDetector, "MMD_DEEP_RULES"),
 ]  # fmt: skip
 
 
@@ -110,7 +116,9 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("estimator", "rules"), ESTIMATORS, ids=[e.__name__ for e, _ in ESTIMATORS]
+    ("estimator", "rules"),
+    ESTIMATORS + DETECTOR_ESTIMATORS,
+    ids=[e.__name__ for e, _ in ESTIMATORS + DETECTOR_ESTIMATORS],
 )
 def test_estimators_take_their_constraints_from_their_rules(estimator, rules) -> None:
     built = sklearn_constraints(RULE_SETS[rules] if rules else {})

@@ -42,7 +42,7 @@ from dgpbench.detectors.mmd import (
     _subsets,
     _tie_tolerance,
 )
-from dgpbench.parameters import MAX_PERMUTATIONS, Choices, Range, sklearn_constraints
+from dgpbench.parameters import LSDD_RULES, sklearn_constraints
 
 __all__ = ["LAMBDAS", "LSDDShiftDetector", "lsdd_statistics", "median_sigma_alibi"]
 
@@ -51,15 +51,6 @@ LAMBDAS: tuple[float, ...] = tuple(1.0 / 4**i for i in range(10))
 
 #: The standard deviation's guard against constant features (alibi-detect's ``eps``).
 _EPS = 1e-12
-
-LSDD_RULES: dict[str, list] = {
-    "alpha": [Range("float", 0, 1, "neither")],
-    "n_permutations": [Range("int", 1, MAX_PERMUTATIONS, "both")],
-    "bandwidth": [Choices(("median",)), Range("float", 0, None, "neither")],
-    "n_kernel_centers": [Range("int", 1, None, "left"), None],
-    "lambda_rd_max": [Range("float", 0, None, "neither")],
-    "random_state": ["random_state"],
-}
 
 
 def _sq_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
-from dgpbench._device import DEVICE_OPTIONS, resolve_device
+from dgpbench._device import resolve_device
 from dgpbench.detectors.base import ShiftTestResult, package_version
 from dgpbench.detectors.lsdd import median_sigma_alibi
 from dgpbench.detectors.mmd import (
@@ -44,30 +44,9 @@ from dgpbench.detectors.mmd import (
     _subsets,
     _tie_tolerance,
 )
-from dgpbench.parameters import (
-    MAX_EPOCHS,
-    MAX_LEARNING_RATE,
-    MAX_PERMUTATIONS,
-    Choices,
-    Range,
-    sklearn_constraints,
-)
+from dgpbench.parameters import MMD_DEEP_RULES, sklearn_constraints
 
 __all__ = ["DeepKernelMMDShiftDetector", "j_hat"]
-
-MMD_DEEP_RULES: dict[str, list] = {
-    "alpha": [Range("float", 0, 1, "neither")],
-    "n_permutations": [Range("int", 1, MAX_PERMUTATIONS, "both")],
-    "train_size": [Range("float", 0, 1, "neither")],
-    "hidden": [Range("int", 1, None, "left")],
-    "out_features": [Range("int", 1, None, "left")],
-    "epochs": [Range("int", 1, MAX_EPOCHS, "both")],
-    "batch_size": [Range("int", 2, None, "left")],
-    "learning_rate": [Range("float", 0, MAX_LEARNING_RATE, "right")],
-    "var_reg": [Range("float", 0, None, "left")],
-    "random_state": ["random_state"],
-    "device": [Choices(DEVICE_OPTIONS)],
-}
 
 #: The network's parameters in the detector file, in ``phi``'s order.
 _WEIGHTS = ("phi_0_weight", "phi_0_bias", "phi_2_weight", "phi_2_bias")

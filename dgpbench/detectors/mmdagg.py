@@ -37,7 +37,7 @@ from dgpbench.detectors.base import (
     package_version,
 )
 from dgpbench.detectors.mmd import BLOCK_BYTES, _statistics
-from dgpbench.parameters import MAX_PERMUTATIONS, Choices, Range, sklearn_constraints
+from dgpbench.parameters import MMDAGG_RULES, sklearn_constraints
 
 __all__ = [
     "KERNELS",
@@ -57,18 +57,6 @@ KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
 WEIGHTS: tuple[str, ...] = ("uniform", "decreasing", "increasing", "centred")
 #: Rows of each sample the bandwidth collection looks at (the reference code's ``max_samples``).
 BANDWIDTH_ROWS = 500
-
-MMDAGG_RULES: dict[str, list] = {
-    "alpha": [Range("float", 0, 1, "neither")],
-    "kernel": [Choices(tuple(KERNELS))],
-    "number_bandwidths": [Range("int", 2, None, "left")],
-    "weights_type": [Choices(WEIGHTS)],
-    "n_draws_quantile": [Range("int", 1, MAX_PERMUTATIONS, "both")],
-    "n_draws_level": [Range("int", 1, MAX_PERMUTATIONS, "both")],
-    "n_bisection": [Range("int", 1, 200, "both")],
-    "permutations_same_sample_size": ["boolean"],
-    "random_state": ["random_state"],
-}
 
 
 def mmdagg_bandwidths(distances: np.ndarray, number_bandwidths: int) -> np.ndarray:
