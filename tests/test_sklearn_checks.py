@@ -13,7 +13,13 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dgpbench._sklearn_checks import expected_failed_checks
-from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
+from dgpbench.detectors import (
+    ClassifierShiftDetector,
+    DeepKernelMMDShiftDetector,
+    LSDDShiftDetector,
+    MMDAggShiftDetector,
+    MMDShiftDetector,
+)
 from dgpbench.detectors.ks import KSShiftDetector
 from dgpbench.features import (
     BBSDhFeatures,
@@ -65,6 +71,9 @@ ESTIMATORS = [
     # check their API instead.
     MMDShiftDetector(n_permutations=19, random_state=0),
     ClassifierShiftDetector(classifier=_logistic(), random_state=0),
+    LSDDShiftDetector(n_permutations=19, random_state=0),
+    MMDAggShiftDetector(n_draws_quantile=19, n_draws_level=19, number_bandwidths=2, random_state=0),
+    DeepKernelMMDShiftDetector(n_permutations=19, epochs=1, random_state=0),
     NoRedFeatures(),
     PCAFeatures(),
     SRPFeatures(),
