@@ -82,7 +82,7 @@ def test_median_bandwidth_is_alibis_sigma_median():
 
 @pytest.mark.skipif(not FIXTURE.exists(), reason="no alibi-detect fixture")
 def test_matches_alibi_detect_on_its_own_centres():
-    """alibi-detect 0.13's LSDDDrift (fixture made by tests/fixtures/lsdd/make.py): the same
+    """alibi-detect 0.13's LSDDDrift (fixture made by tests/fixtures/lsdd/make_alibi_lsdd.py): the same
     bandwidth; on its kernel centres with its lambda, the same statistic (the loops); ours
     where our permutations choose its lambda; p-values within the Monte Carlo error of its
     100 permutations, and clear decisions agree."""

@@ -58,7 +58,9 @@ def test_per_kernel_statistics_equal_the_loops(m, n, same):
     det = MMDAggShiftDetector(number_bandwidths=3, permutations_same_sample_size=same, **SMALL)
     res = det.set_params(random_state=0).fit(X).test(Y)
     loop = _loop_paired if (m == n and not same) else _loop_unbiased
-    assert res.details["approximation"] == ("wild bootstrap" if loop is _loop_paired else "permutations")
+    assert res.details["approximation"] == (
+        "wild bootstrap" if loop is _loop_paired else "permutations"
+    )
     for kind, bw, value in zip(
         res.details["kernels"], res.details["bandwidths"], res.details["mmd2"], strict=True
     ):
@@ -80,7 +82,7 @@ def test_bandwidths_and_weights():
 
 @pytest.mark.skipif(not FIXTURE.exists(), reason="no reference fixture")
 def test_matches_the_authors_reference_code():
-    """antoninschrab/mmdagg's np.py (tests/fixtures/mmdagg/make.py) with seed = random_state:
+    """antoninschrab/mmdagg's np.py (tests/fixtures/mmdagg/make_mmdagg_reference.py) with seed = random_state:
     the same draws, so the same bandwidths, MMD values, level correction and decisions."""
     for case in json.loads(FIXTURE.read_text()):
         X, Y = np.array(case["X"]), np.array(case["Y"])
@@ -99,7 +101,9 @@ def test_matches_the_authors_reference_code():
         np.testing.assert_allclose(
             np.array(res.details["mmd2"]) * scale, case["mmd"], rtol=1e-9, atol=1e-12
         )
-        np.testing.assert_allclose(res.details["p_value_thresholds"], case["thresholds"], rtol=1e-12)
+        np.testing.assert_allclose(
+            res.details["p_value_thresholds"], case["thresholds"], rtol=1e-12
+        )
         single = np.array(res.details["p_values"]) <= np.array(res.details["p_value_thresholds"])
         assert single.tolist() == case["single_reject"]
         assert res.is_drift == case["reject"]
