@@ -13,7 +13,10 @@ from dgpbench.detectors import (
     DETECTORS,
     ChiSquareShiftDetector,
     ClassifierShiftDetector,
+    DeepKernelMMDShiftDetector,
     KSShiftDetector,
+    LSDDShiftDetector,
+    MMDAggShiftDetector,
     MMDShiftDetector,
     make_detector,
 )
@@ -47,6 +50,9 @@ def _cases(rng):
         (MMDShiftDetector(n_permutations=99, random_state=0), x, x + 2.0),
         (ChiSquareShiftDetector(), labels, np.where(labels == 0, 1, labels)),
         (ClassifierShiftDetector(classifier=LogisticRegression(), random_state=0), x, x + 2.0),
+        (LSDDShiftDetector(n_permutations=99, random_state=0), x, x + 2.0),
+        (MMDAggShiftDetector(n_draws_quantile=499, n_draws_level=99, random_state=0), x, x + 2.0),
+        (DeepKernelMMDShiftDetector(n_permutations=99, random_state=0), x, x + 2.0),
     ]
 
 
