@@ -229,8 +229,8 @@ class LSDDShiftDetector(BaseEstimator):
         Parameters
         ----------
         X_ref : array-like of shape (n_ref, n_features)
-            At least 3 finite samples (2 for the centres and the effective reference),
-            not all equal.
+            At least 2 finite samples (a centre and an effective reference row), not all
+            equal.
         y : None
             Ignored.
 
