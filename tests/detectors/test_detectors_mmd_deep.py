@@ -1,7 +1,9 @@
 """DeepKernelMMDShiftDetector: the training objective and the held-out statistic vs explicit
 loops, level under the null, power, training, save/load of the initial network."""
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,10 +13,11 @@ from sklearn.base import clone
 
 from dgpbench.detectors import DeepKernelMMDShiftDetector
 from dgpbench.detectors.lsdd import median_sigma_alibi
-from dgpbench.detectors.mmd_deep import j_hat
+from dgpbench.detectors.mmd_deep import _DeepKernel, j_hat
 from dgpbench.saved import FittedDetector, load_detector, save_detector
 
 FAST = {"n_permutations": 99, "epochs": 1, "batch_size": 16}
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "mmd_deep" / "alibi_deep_kernel.json"
 
 
 def test_power_proxy_equals_the_loops():
@@ -28,6 +31,46 @@ def test_power_proxy_equals_the_loops():
     var = 4 * sum(r * r for r in rows) / n**3 - 4 * sum(rows) ** 2 / n**4
     got = j_hat(*(torch.as_tensor(k) for k in (kxx, kyy, kxy)), var_reg=1e-5)
     assert float(got) == pytest.approx(mmd2 / math.sqrt(var + 1e-5), rel=1e-12)
+
+
+@pytest.mark.skipif(not FIXTURE.exists(), reason="no alibi-detect fixture")
+def test_kernel_and_training_steps_match_alibi_detect():
+    """alibi-detect 0.13's DeepKernel and JHat (tests/fixtures/mmd_deep/
+    make_alibi_deep_kernel.py) on the same minibatches and initial network: the same
+    objective, bandwidths, eps and network after two Adam steps (theirs keeps the
+    bandwidths in float32)."""
+    for case in json.loads(FIXTURE.read_text()):
+        x = torch.as_tensor(case["x"], dtype=torch.float64)
+        y = torch.as_tensor(case["y"], dtype=torch.float64)
+        det = DeepKernelMMDShiftDetector(random_state=case["seed"])
+        det.fit(np.random.default_rng(case["seed"]).normal(size=(40, x.shape[1])))
+        phi = det._network(x.shape[1])
+        with torch.no_grad():
+            for p, name in zip(phi.parameters(), det.initial_weights_, strict=True):
+                p.copy_(torch.as_tensor(det.initial_weights_[name]))
+        kernel = _DeepKernel(phi, torch.device("cpu"))
+        optimizer = torch.optim.Adam(kernel.parameters(), lr=1e-3)
+        values = []
+        for _ in range(2):
+            optimizer.zero_grad()
+            estimate = j_hat(kernel(x, x), kernel(y, y), kernel(x, y))
+            values.append(float(estimate.detach()))
+            (-estimate).backward()
+            optimizer.step()
+        with torch.no_grad():
+            values.append(float(j_hat(kernel(x, x), kernel(y, y), kernel(x, y))))
+        np.testing.assert_allclose(values, case["j_hat"], rtol=1e-5)
+        assert float(torch.exp(kernel.log_sigma_a.detach())) == pytest.approx(
+            case["sigma_a"], rel=1e-5
+        )
+        assert float(torch.exp(kernel.log_sigma_b.detach())) == pytest.approx(
+            case["sigma_b"], rel=1e-5
+        )
+        assert float(torch.sigmoid(kernel.logit_eps.detach())) == pytest.approx(
+            case["eps"], rel=1e-6
+        )
+        for p, name in zip(phi.parameters(), det.initial_weights_, strict=True):
+            np.testing.assert_allclose(p.detach().numpy(), case["phi"][name], rtol=1e-5, atol=1e-8)
 
 
 def _phi(det, Z):
