@@ -67,7 +67,13 @@ _MODEL_TRANSFORMER: dict[str, str] = {
 def _registry() -> dict[type, dict[str, str]]:
     # Imported here, not at module level, so this module never creates import cycles and the
     # modules of other estimators are loaded only when the registry is consulted.
-    from dgpbench.detectors import ClassifierShiftDetector, MMDShiftDetector
+    from dgpbench.detectors import (
+        ClassifierShiftDetector,
+        DeepKernelMMDShiftDetector,
+        LSDDShiftDetector,
+        MMDAggShiftDetector,
+        MMDShiftDetector,
+    )
     from dgpbench.detectors.energy import EnergyShiftDetector
     from dgpbench.detectors.ks import KSShiftDetector
     from dgpbench.detectors.per_feature import PerFeatureShiftDetector
@@ -79,6 +85,9 @@ def _registry() -> dict[type, dict[str, str]]:
         EnergyShiftDetector: dict(_BATCH_LEVEL_TEST),
         PerFeatureShiftDetector: dict(_BATCH_LEVEL_DETECTOR),
         ClassifierShiftDetector: dict(_BATCH_LEVEL_TEST),
+        LSDDShiftDetector: dict(_BATCH_LEVEL_TEST),
+        MMDAggShiftDetector: dict(_BATCH_LEVEL_TEST),
+        DeepKernelMMDShiftDetector: dict(_BATCH_LEVEL_TEST),
         NetworkFeatures: dict(_MODEL_TRANSFORMER),
     }
 

@@ -43,10 +43,13 @@ __all__ = [
     "HEAD_RULES",
     "KERNEL_RULES",
     "KS_RULES",
+    "LSDD_RULES",
     "MAGDIFF_RULES",
     "MAX_EPOCHS",
     "MAX_LEARNING_RATE",
     "MAX_PERMUTATIONS",
+    "MMDAGG_RULES",
+    "MMD_DEEP_RULES",
     "MMD_RULES",
     "NETWORK_RULES",
     "PCA_RULES",
@@ -292,6 +295,44 @@ CLASSIFIER_RULES: dict[str, list] = {
     "alternative": [Choices(("greater", "two-sided"))],
     "random_state": ["random_state"],
     **FORWARD_RULES,
+}
+
+#: :class:`~dgpbench.detectors.LSDDShiftDetector`.
+LSDD_RULES: dict[str, list] = {
+    "alpha": _ALPHA,
+    "n_permutations": [Range("int", 1, MAX_PERMUTATIONS, "both")],
+    "bandwidth": [Choices(("median",)), Range("float", 0, None, "neither")],
+    "n_kernel_centers": [Range("int", 1, None, "left"), None],
+    "lambda_rd_max": _POSITIVE_FLOAT,
+    "random_state": ["random_state"],
+}
+
+#: :class:`~dgpbench.detectors.MMDAggShiftDetector`.
+MMDAGG_RULES: dict[str, list] = {
+    "alpha": _ALPHA,
+    "kernel": [Choices(("laplace_gaussian", "laplace", "gaussian"))],
+    "number_bandwidths": [Range("int", 2, None, "left")],
+    "weights_type": [Choices(("uniform", "decreasing", "increasing", "centred"))],
+    "n_draws_quantile": [Range("int", 1, MAX_PERMUTATIONS, "both")],
+    "n_draws_level": [Range("int", 1, MAX_PERMUTATIONS, "both")],
+    "n_bisection": [Range("int", 1, 200, "both")],
+    "permutations_same_sample_size": _BOOLEAN,
+    "random_state": ["random_state"],
+}
+
+#: :class:`~dgpbench.detectors.DeepKernelMMDShiftDetector`.
+MMD_DEEP_RULES: dict[str, list] = {
+    "alpha": _ALPHA,
+    "n_permutations": [Range("int", 1, MAX_PERMUTATIONS, "both")],
+    "train_size": [Range("float", 0, 1, "neither")],
+    "hidden": _POSITIVE_INT,
+    "out_features": _POSITIVE_INT,
+    "epochs": [Range("int", 1, MAX_EPOCHS, "both")],
+    "batch_size": [Range("int", 2, None, "left")],
+    "learning_rate": [Range("float", 0, MAX_LEARNING_RATE, "right")],
+    "var_reg": [Range("float", 0, None, "left")],
+    "random_state": ["random_state"],
+    "device": [Choices(DEVICE_OPTIONS)],
 }
 
 

@@ -32,8 +32,11 @@ from dgpbench import (
 from dgpbench.detectors import (
     ADShiftDetector,
     CvMShiftDetector,
+    DeepKernelMMDShiftDetector,
     EnergyShiftDetector,
     FisherShiftDetector,
+    LSDDShiftDetector,
+    MMDAggShiftDetector,
 )
 from dgpbench.features.autoencoders import ARCHITECTURES
 from dgpbench.parameters import (
@@ -69,6 +72,8 @@ RULE_SETS = {
 ESTIMATORS = [
     (KSShiftDetector, "KS_RULES"), (ChiSquareShiftDetector, "CHI2_RULES"),
     (MMDShiftDetector, "MMD_RULES"), (ClassifierShiftDetector, "CLASSIFIER_RULES"),
+    (LSDDShiftDetector, "LSDD_RULES"), (MMDAggShiftDetector, "MMDAGG_RULES"),
+    (DeepKernelMMDShiftDetector, "MMD_DEEP_RULES"),
     (SoftmaxFeatures, "SOFTMAX_RULES"), (BBSDhFeatures, "BBSDH_RULES"),
     (MAGDiffFeatures, "MAGDIFF_RULES"), (TUFeatures, "TU_RULES"), (DGPFeatures, "DGP_RULES"),
     (DGPApproxFeatures, "DGP_APPROX_RULES"), (PCAFeatures, "PCA_RULES"), (SRPFeatures, "SRP_RULES"),

@@ -17,7 +17,10 @@ from dgpbench.detectors import (
     ADShiftDetector,
     ClassifierShiftDetector,
     CvMShiftDetector,
+    DeepKernelMMDShiftDetector,
     EnergyShiftDetector,
+    LSDDShiftDetector,
+    MMDAggShiftDetector,
     MMDShiftDetector,
 )
 from dgpbench.detectors.ks import KSShiftDetector
@@ -75,6 +78,9 @@ ESTIMATORS = [
     EnergyShiftDetector(n_permutations=19, random_state=0),
     # FisherShiftDetector takes 0/1 features only: test_detectors_fisher.py checks its API.
     ClassifierShiftDetector(classifier=_logistic(), random_state=0),
+    LSDDShiftDetector(n_permutations=19, random_state=0),
+    MMDAggShiftDetector(n_draws_quantile=19, n_draws_level=19, number_bandwidths=2, random_state=0),
+    DeepKernelMMDShiftDetector(n_permutations=19, epochs=1, random_state=0),
     NoRedFeatures(),
     PCAFeatures(),
     SRPFeatures(),

@@ -32,10 +32,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The two-sample tests of ``fit --test`` and ``score --test``.
-TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif", "cvm", "ad", "energy", "fisher")
-#: The per-feature tests that take ``--correction``; the permutation tests of ``--permutations``.
+TESTS: tuple[str, ...] = (
+    "ks", "mmd", "chi2", "classif", "cvm", "ad", "energy", "fisher", "lsdd", "mmdagg", "mmd_deep",
+)  # fmt: skip
+#: The per-feature tests that take ``--correction``; the tests of ``--permutations`` and ``--seed``.
 _CORRECTED: tuple[str, ...] = ("ks", "cvm", "ad", "fisher")
-_PERMUTED: tuple[str, ...] = ("mmd", "energy")
+_PERMUTED: tuple[str, ...] = ("mmd", "energy", "lsdd", "mmd_deep")
+_SEEDED: tuple[str, ...] = (*_PERMUTED, "classif", "mmdagg")
 
 #: Layout tag of a ``score --json`` record (one JSON object per line, one line per batch).
 SCORE_SCHEMA = "dgpbench-score/1"
@@ -88,7 +91,8 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         help="two-sample test: ks per feature (default), mmd, chi2 (on --method bbsdh), "
         "classif (a domain classifier on the images), cvm / ad (Cramér-von Mises / "
         "Anderson-Darling per feature), energy (energy distance), fisher (Fisher's exact "
-        "test of 0/1 features: bbsdh of a two-class model)" + note,
+        "test of 0/1 features: bbsdh of a two-class model), lsdd, mmdagg, mmd_deep (a "
+        "learned kernel)" + note,
     )
     p.add_argument(
         "--alpha",
@@ -107,13 +111,13 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         "--permutations",
         type=_positive_int,
         default=None,
-        help="mmd, energy: permutations (default: 1000)" + note,
+        help="mmd, energy, lsdd, mmd_deep: permutations (default: 1000)" + note,
     )
     p.add_argument(
         "--seed",
         type=int,
         default=None,
-        help="seed of the mmd/energy/classif test (default: 0)" + note,
+        help="seed of the mmd/energy/classif/lsdd/mmdagg/mmd_deep test (default: 0)" + note,
     )
     p.add_argument(
         "--head",
@@ -615,7 +619,7 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     )
     # an option the chosen test does not use would be silently ignored: refuse it
     for option, tests in (("correction", _CORRECTED), ("permutations", _PERMUTED),
-                          ("seed", (*_PERMUTED, "classif"))):  # fmt: skip
+                          ("seed", _SEEDED)):  # fmt: skip
         if getattr(args, option, None) is not None and test not in tests:
             raise CommandError(f"--{option} is for --test {' or '.join(tests)}, not {test}")
     missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k, None) is None]
@@ -630,11 +634,11 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     if test in _CORRECTED:
         correction = _setting(args, "correction")
         params["correction"] = None if correction == "none" else correction
-    if test in (*_PERMUTED, "classif"):
+    if test in _SEEDED:
         params["random_state"] = _setting(args, "seed")
     if test in _PERMUTED:
         params["n_permutations"] = _setting(args, "permutations")
-    if test in ("mmd", "classif"):
+    if test in ("mmd", "classif", "mmd_deep"):
         params["device"] = args.device
     detector = make_detector(test, **params)
     feats = _make_features(args, method)

@@ -8,6 +8,8 @@
   :class:`FisherShiftDetector` (``fisher``): per-feature Cramér-von Mises, Anderson-Darling
   and Fisher's exact tests with the KS corrections;
 * :class:`EnergyShiftDetector` (``energy``): energy distance, permutation p-value.
+* :class:`LSDDShiftDetector` (``lsdd``), :class:`MMDAggShiftDetector` (``mmdagg``) and
+  :class:`DeepKernelMMDShiftDetector` (``mmd_deep``): more kernel two-sample tests.
 
 The KS engine (:mod:`~dgpbench.detectors.ks_test`: :func:`ks_test`, the batched
 :func:`ks_pvalues`, the correction :func:`apply_correction`) is what the estimator, the
@@ -38,6 +40,9 @@ _EXPORTS = {
     "ks_pvalues": "dgpbench.detectors.ks_test",
     "ks_test": "dgpbench.detectors.ks_test",
     "MMDShiftDetector": "dgpbench.detectors.mmd",
+    "LSDDShiftDetector": "dgpbench.detectors.lsdd",
+    "MMDAggShiftDetector": "dgpbench.detectors.mmdagg",
+    "DeepKernelMMDShiftDetector": "dgpbench.detectors.mmd_deep",
     "ShiftTestResult": "dgpbench.detectors.base",
     "make_detector": "dgpbench.detectors.registry",
 }

@@ -11,14 +11,19 @@ from dgpbench.detectors.cvm import CvMShiftDetector
 from dgpbench.detectors.energy import EnergyShiftDetector
 from dgpbench.detectors.fisher import FisherShiftDetector
 from dgpbench.detectors.ks import KSShiftDetector
+from dgpbench.detectors.lsdd import LSDDShiftDetector
 from dgpbench.detectors.mmd import MMDShiftDetector
+from dgpbench.detectors.mmd_deep import DeepKernelMMDShiftDetector
+from dgpbench.detectors.mmdagg import MMDAggShiftDetector
 
 __all__ = ["DETECTORS", "make_detector"]
 
 #: Test name -> detector class: ``ks`` (per feature + correction), ``mmd`` (kernel,
 #: permutations), ``chi2`` (hard labels), ``classif`` (domain classifier), ``cvm``
 #: (Cramér-von Mises), ``ad`` (Anderson-Darling), ``energy`` (energy distance,
-#: permutations), ``fisher`` (Fisher's exact test of binary features).
+#: permutations), ``fisher`` (Fisher's exact test of binary features), ``lsdd``
+#: (least-squares density difference), ``mmdagg`` (aggregated kernels), ``mmd_deep``
+#: (learned deep kernel).
 DETECTORS: dict[str, type] = {
     "ks": KSShiftDetector,
     "mmd": MMDShiftDetector,
@@ -28,6 +33,9 @@ DETECTORS: dict[str, type] = {
     "ad": ADShiftDetector,
     "energy": EnergyShiftDetector,
     "fisher": FisherShiftDetector,
+    "lsdd": LSDDShiftDetector,
+    "mmdagg": MMDAggShiftDetector,
+    "mmd_deep": DeepKernelMMDShiftDetector,
 }
 
 
@@ -36,7 +44,7 @@ def make_detector(name: str, **params: Any) -> Any:
 
     Parameters
     ----------
-    name : {"ks", "mmd", "chi2", "classif", "cvm", "ad", "energy", "fisher"}
+    name : {"ks", "mmd", "chi2", "classif", "cvm", "ad", "energy", "fisher", "lsdd", "mmdagg", "mmd_deep"}
         The test.
     **params
         Constructor parameters of that detector (``alpha``, ``n_permutations``, ...).

@@ -159,6 +159,9 @@ SAVEABLE: dict[str, str] = {
             ("anderson", "ADShiftDetector"),
             ("energy", "EnergyShiftDetector"),
             ("fisher", "FisherShiftDetector"),
+            ("lsdd", "LSDDShiftDetector"),
+            ("mmdagg", "MMDAggShiftDetector"),
+            ("mmd_deep", "DeepKernelMMDShiftDetector"),
         )
     },
 }

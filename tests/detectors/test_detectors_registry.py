@@ -13,7 +13,10 @@ from dgpbench.detectors import (
     DETECTORS,
     ChiSquareShiftDetector,
     ClassifierShiftDetector,
+    DeepKernelMMDShiftDetector,
     KSShiftDetector,
+    LSDDShiftDetector,
+    MMDAggShiftDetector,
     MMDShiftDetector,
     make_detector,
 )
@@ -21,7 +24,7 @@ from dgpbench.detectors import (
 
 def test_names_and_errors():
     assert list(DETECTORS)[:4] == ["ks", "mmd", "chi2", "classif"]
-    assert {"cvm", "ad", "energy", "fisher"} <= set(DETECTORS)
+    assert {"cvm", "ad", "energy", "fisher", "lsdd", "mmdagg", "mmd_deep"} <= set(DETECTORS)
     assert isinstance(make_detector("chi2", alpha=0.01), ChiSquareShiftDetector)
     assert make_detector("mmd", n_permutations=9).n_permutations == 9
     with pytest.raises(ValueError, match="unknown test 'wilcoxon'; choose from ks, mmd, chi2"):
@@ -57,6 +60,9 @@ def _cases(rng):
         (MMDShiftDetector(n_permutations=99, random_state=0), x, x + 2.0),
         (ChiSquareShiftDetector(), labels, np.where(labels == 0, 1, labels)),
         (ClassifierShiftDetector(classifier=LogisticRegression(), random_state=0), x, x + 2.0),
+        (LSDDShiftDetector(n_permutations=99, random_state=0), x, x + 2.0),
+        (MMDAggShiftDetector(n_draws_quantile=499, n_draws_level=99, random_state=0), x, x + 2.0),
+        (DeepKernelMMDShiftDetector(n_permutations=99, random_state=0), x, x + 2.0),
     ]
 
 
