@@ -58,4 +58,6 @@ def test_an_option_the_test_does_not_take_is_refused(work, capsys):
            "--method", "softmax", "--test", "mmdagg", "--permutations", "9",
            "--out", str(work / "x.npz")]  # fmt: skip
     assert main(fit) == 2
-    assert "--permutations is for --test mmd or lsdd or mmd_deep" in capsys.readouterr().err
+    assert (
+        "--permutations is for --test mmd or energy or lsdd or mmd_deep" in capsys.readouterr().err
+    )
