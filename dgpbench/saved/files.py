@@ -152,10 +152,13 @@ SAVEABLE: dict[str, str] = {
             ("classifier", "ClassifierShiftDetector"),
         )
     },
+    "OnlineMMDDetector": "dgpbench.online.mmd:OnlineMMDDetector",
+    "OnlineCVMDetector": "dgpbench.online.cvm:OnlineCVMDetector",
 }
 _DETECTOR_NAMES = frozenset(
-    ("KSShiftDetector", "MMDShiftDetector", "ChiSquareShiftDetector", "ClassifierShiftDetector")
-)
+    ("KSShiftDetector", "MMDShiftDetector", "ChiSquareShiftDetector", "ClassifierShiftDetector",
+     "OnlineMMDDetector", "OnlineCVMDetector")
+)  # fmt: skip
 #: The transformers built on a network: their state is restored on the recorded network.
 _NETWORK_NAMES = frozenset(
     ("SoftmaxFeatures", "TUFeatures", "MAGDiffFeatures", "DGPFeatures", "BBSDhFeatures",
@@ -618,6 +621,8 @@ _TESTS: dict[str, str] = {
     "MMDShiftDetector": "mmd",
     "ChiSquareShiftDetector": "chi2",
     "ClassifierShiftDetector": "classif",
+    "OnlineMMDDetector": "mmd_online",
+    "OnlineCVMDetector": "cvm_online",
 }
 
 #: ``dgpbench fit``'s methods (:data:`~dgpbench.features.methods.METHOD_CLASSES`, and ``images`` for
