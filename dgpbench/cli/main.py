@@ -70,6 +70,7 @@ Run it in a clone of the repository (the workflow ships there, not in the packag
 COMMAND_MODULES: dict[str, str] = {
     "score": "monitor",
     "fit": "monitor",
+    "monitor": "stream",
     "analysis": "analysis",
     "compare-paper": "compare",
     **{
@@ -95,7 +96,9 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 #: Every step module, in the order of ``dgpbench --help``.
-_MODULES: tuple[str, ...] = ("analysis", "compare", "failing_loudly", "monitor", "paper", "run")
+_MODULES: tuple[str, ...] = (
+    "analysis", "compare", "failing_loudly", "monitor", "paper", "run", "stream"
+)  # fmt: skip
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
