@@ -1,0 +1,100 @@
+"""The online Cramér-von Mises detector: scipy's statistic at every step, the ERT holds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import chi2, cramervonmises_2samp
+
+from dgpbench.online import OnlineCVMDetector, load_stream_state, save_stream_state
+from dgpbench.online.cvm import cvm_from_positions
+from dgpbench.saved import FittedDetector, load_detector, save_detector
+
+
+def _run_times(det, draw, n_streams: int, cap: int) -> np.ndarray:
+    out = []
+    for _ in range(n_streams):
+        det.reset()
+        while True:
+            r = det.update(draw())
+            if r.is_drift or r.t >= cap:
+                break
+        out.append(r.run_time)
+    return np.asarray(out)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_statistic_from_positions_is_scipys(seed):
+    rng = np.random.default_rng(seed)
+    n, w = int(rng.integers(2, 40)), int(rng.integers(2, 12))
+    ref, win = rng.normal(size=n), rng.normal(size=w)
+    a = np.searchsorted(np.sort(ref), win)
+    assert cvm_from_positions(a, n) == pytest.approx(
+        cramervonmises_2samp(ref, win).statistic, rel=1e-12
+    )
+
+
+def test_sliding_update_equals_scipy_on_each_feature_at_every_step():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    det = OnlineCVMDetector(ert=50, window_size=6, n_bootstraps=200, random_state=0).fit(X)
+    det.reset()
+    for x in rng.normal(loc=0.2, size=(25, 3)):
+        r = det.update(x)
+        if r.t < 6:
+            assert np.isnan(r.statistic) and not r.is_drift and r.run_time == 0
+            continue
+        w = det.window()
+        want = [cramervonmises_2samp(X[:, j], w[:, j]).statistic for j in range(3)]
+        np.testing.assert_allclose(det.feature_statistics(), want, rtol=1e-12)
+        assert r.statistic == pytest.approx(max(want), rel=1e-12)
+        assert r.run_time == r.t - 5
+
+
+def test_mean_run_time_on_clean_streams_has_an_interval_containing_the_ert():
+    rng = np.random.default_rng(1)
+    ert = 50
+    det = OnlineCVMDetector(ert=ert, window_size=10, n_bootstraps=5000, random_state=2)
+    det.fit(rng.normal(size=(300, 2)))
+    times = _run_times(det, lambda: rng.normal(size=2), 200, cap=40 * ert)
+    k, s = len(times), times.sum()  # exact exponential interval, conservative for geometric
+    low, high = 2 * s / chi2.ppf(0.995, 2 * k), 2 * s / chi2.ppf(0.005, 2 * k)
+    assert low <= ert <= high, (times.mean(), low, high)
+
+
+def test_a_shift_in_one_feature_is_detected_soon():
+    rng = np.random.default_rng(2)
+    det = OnlineCVMDetector(ert=200, window_size=10, n_bootstraps=2000, random_state=0)
+    det.fit(rng.normal(size=(200, 4)))
+    delays = _run_times(det, lambda: rng.normal(size=4) + [0, 0, 2.0, 0], 20, cap=300)
+    assert np.median(delays) <= 10
+
+
+def test_save_and_resume_give_the_decisions_of_an_uninterrupted_run(tmp_path):
+    rng = np.random.default_rng(3)
+    det = OnlineCVMDetector(ert=50, window_size=5, n_bootstraps=300, random_state=0)
+    det.fit(rng.normal(size=(60, 2)))
+    stream = np.concatenate([rng.normal(size=(30, 2)), rng.normal(loc=1.0, size=(15, 2))])
+    whole = det.reset().run(stream, stop_at_alarm=False)
+    save_detector(tmp_path / "d.npz", FittedDetector(None, det, {}))
+    for cut in (3, 17):  # while the window fills, and after
+        first = load_detector(tmp_path / "d.npz").detector.reset()
+        part = first.run(stream[:cut], stop_at_alarm=False)
+        save_stream_state(tmp_path / "s.npz", first)
+        second = load_detector(tmp_path / "d.npz").detector
+        load_stream_state(tmp_path / "s.npz", second)
+        part += second.run(stream[cut:], stop_at_alarm=False)
+        np.testing.assert_array_equal([r.statistic for r in part], [r.statistic for r in whole])
+        assert [r.is_drift for r in part] == [r.is_drift for r in whole]
+
+
+def test_a_damaged_stream_state_is_refused(tmp_path):
+    rng = np.random.default_rng(4)
+    det = OnlineCVMDetector(ert=20, window_size=3, n_bootstraps=100, random_state=0)
+    det.fit(rng.normal(size=(20, 2))).reset().run(rng.normal(size=(5, 2)))
+    state, arrays = det.get_stream_state()
+    arrays["cr"] = arrays["cr"] + 10
+    with pytest.raises(ValueError, match="out of range"):
+        det.set_stream_state(state, arrays)
+    with pytest.raises(ValueError, match="t must be"):
+        det.set_stream_state({**state, "t": -1}, det.get_stream_state()[1])
