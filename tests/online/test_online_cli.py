@@ -1,0 +1,97 @@
+"""``dgpbench monitor``: JSON lines, exit 1 at the first alarm, 0 at the end, 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dgpbench.cli.main import main
+from dgpbench.online import OnlineCVMDetector, OnlineMMDDetector
+from dgpbench.saved import FittedDetector, save_detector
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("monitor")
+    rng = np.random.default_rng(0)
+    ref = rng.normal(size=(200, 2))
+    det = OnlineMMDDetector(ert=1e6, window_size=5, n_bootstraps=2000, random_state=0).fit(ref)
+    save_detector(root / "mmd.npz", FittedDetector(None, det, {}))
+    cvm = OnlineCVMDetector(ert=1e6, window_size=5, n_bootstraps=2000, random_state=0).fit(ref)
+    save_detector(root / "cvm.npz", FittedDetector(None, cvm, {}))
+    np.savez(root / "clean1.npz", x=rng.normal(size=(12, 2)))
+    np.savez(root / "clean2.npz", x=rng.normal(size=(8, 2)))
+    np.savez(root / "shifted.npz", x=rng.normal(loc=6.0, size=(30, 2)))
+    np.savez(root / "wide.npz", x=rng.normal(size=(5, 3)))
+    return root
+
+
+def _lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("name", ["mmd.npz", "cvm.npz"])
+def test_end_of_stream_without_alarm_exits_0_with_an_end_line(files, capsys, name):
+    status = main(["monitor", "--detector", str(files / name), str(files / "clean1.npz"),
+                   str(files / "clean2.npz"), "--every", "4"])  # fmt: skip
+    lines = _lines(capsys.readouterr().out)
+    assert status == 0
+    assert [r["event"] for r in lines] == ["progress"] * 5 + ["end"]
+    assert [r["data"]["time"] for r in lines] == [4, 8, 12, 16, 20, 20]
+    assert lines[0]["data"]["distance"] is None  # the window is not yet full at t = 4
+    assert lines[-1]["schema"] == "dgpbench-monitor/1" and lines[-1]["meta"]["online"] is True
+    assert lines[2]["file"].endswith("clean1.npz") and lines[2]["index"] == 11
+
+
+@pytest.mark.parametrize("name", ["mmd.npz", "cvm.npz"])
+def test_the_first_alarm_prints_its_line_and_exits_1(files, capsys, name):
+    status = main(["monitor", "--detector", str(files / name), str(files / "clean1.npz"),
+                   str(files / "shifted.npz")])  # fmt: skip
+    lines = _lines(capsys.readouterr().out)
+    assert status == 1
+    assert len(lines) == 1 and lines[0]["event"] == "alarm" and lines[0]["shift"] is True
+    assert lines[0]["file"].endswith("shifted.npz")
+    assert lines[0]["data"]["distance"] > lines[0]["data"]["threshold"]
+
+
+def test_a_stream_fed_in_pieces_with_state_gives_the_uninterrupted_decisions(files, capsys,
+                                                                              tmp_path):  # fmt: skip
+    det = str(files / "mmd.npz")
+    state = str(tmp_path / "state.npz")
+    main(["monitor", "--detector", det, str(files / "clean1.npz"), str(files / "shifted.npz")])
+    whole = _lines(capsys.readouterr().out)
+    assert main(["monitor", "--detector", det, "--state", state, str(files / "clean1.npz")]) == 0
+    first = _lines(capsys.readouterr().out)
+    assert first[-1]["data"]["time"] == 12
+    status = main(["monitor", "--detector", det, "--state", state, str(files / "shifted.npz")])
+    resumed = _lines(capsys.readouterr().out)
+    assert status == 1
+    assert resumed[0]["data"] == whole[0]["data"]
+
+
+@pytest.mark.parametrize(
+    "make_args, message",
+    [
+        (lambda f: [str(f / "mmd.npz"), str(f / "missing.npz")], "no such file"),
+        (lambda f: [str(f / "mmd.npz"), str(f / "wide.npz")], "3 features"),
+        (lambda f: [str(f / "clean1.npz"), str(f / "clean2.npz")], "detector file"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_writes_no_state(files, capsys, tmp_path,
+                                                             make_args, message):  # fmt: skip
+    det, *stream = make_args(files)
+    state = tmp_path / "state.npz"
+    status = main(["monitor", "--detector", det, "--state", str(state), *stream])
+    err = capsys.readouterr().err
+    assert status == 2 and message in err and not state.exists()
+
+
+def test_a_batch_detector_is_refused(files, capsys, tmp_path):
+    from dgpbench.detectors import KSShiftDetector
+
+    ks = KSShiftDetector().fit(np.random.default_rng(1).normal(size=(20, 2)))
+    save_detector(tmp_path / "ks.npz", FittedDetector(None, ks, {}))
+    status = main(["monitor", "--detector", str(tmp_path / "ks.npz"), str(files / "clean1.npz")])
+    assert status == 2 and "not an online one" in capsys.readouterr().err
