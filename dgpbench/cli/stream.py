@@ -182,8 +182,7 @@ def _monitor(args: argparse.Namespace) -> int:
 SUBCOMMANDS.update(
     {
         "monitor": (
-            "Feed a stream to an online detector, sample by sample (exit 0 = no alarm, 1 = "
-            "alarm).",
+            "Feed a stream to an online detector, sample by sample (exit 0 = no alarm, 1 = alarm).",
             _monitor_args,
             _monitor,
         )

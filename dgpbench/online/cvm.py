@@ -29,7 +29,6 @@ The run time counts from the first full window (step ``W``), as alibi-detect's.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -37,10 +36,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, fit_context
+from dgpbench._compat import fit_context
 from dgpbench.detectors.base import check_min_samples
 from dgpbench.online.base import OnlineDetector, checked_array
-from dgpbench.online.thresholds import hazard_thresholds, per_feature_rate
+from dgpbench.online.thresholds import CVM_ONLINE_RULES, hazard_thresholds, per_feature_rate
+from dgpbench.parameters import sklearn_constraints
 
 __all__ = ["OnlineCVMDetector", "cvm_from_positions"]
 
@@ -133,12 +133,7 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
     True
     """
 
-    _parameter_constraints: dict = {
-        "ert": [Interval(Real, 2, None, closed="left")],
-        "window_size": [Interval(Integral, 2, None, closed="left")],
-        "n_bootstraps": [Interval(Integral, 2, None, closed="left")],
-        "random_state": ["random_state"],
-    }
+    _parameter_constraints: dict = sklearn_constraints(CVM_ONLINE_RULES)
 
     def __init__(
         self,
@@ -213,7 +208,7 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         self._filled = 0
 
     def _step(self, x: np.ndarray) -> float:
-        W, n = int(self.window_size), len(self.X_ref_)
+        W = int(self.window_size)
         o, win = self._pos, self._window
         if self._filled == W:  # the oldest value leaves
             old = win[o]

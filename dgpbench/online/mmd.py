@@ -25,7 +25,6 @@ at once (measured here: one seed in eight gave a mean run time of 1 for an ERT o
 
 from __future__ import annotations
 
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -33,11 +32,12 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dgpbench._compat import Interval, StrOptions, fit_context
+from dgpbench._compat import fit_context
 from dgpbench.detectors.base import check_min_samples
 from dgpbench.detectors.mmd import BLOCK_BYTES, MEDIAN_MAX_POINTS
 from dgpbench.online.base import OnlineDetector, checked_array
-from dgpbench.online.thresholds import hazard_thresholds
+from dgpbench.online.thresholds import MMD_ONLINE_RULES, hazard_thresholds
+from dgpbench.parameters import sklearn_constraints
 
 __all__ = ["OnlineMMDDetector", "gaussian_kernel"]
 
@@ -84,7 +84,7 @@ def _offdiag_sum(X: np.ndarray, gamma: float) -> float:
 
 def _window_sums(M: np.ndarray, W: int) -> np.ndarray:
     """Sums of the ``W x W`` diagonal blocks ``M[..., t:t+W, t:t+W]`` for t = 0..W-1."""
-    C = np.zeros(M.shape[:-2] + (M.shape[-2] + 1, M.shape[-1] + 1))
+    C = np.zeros((*M.shape[:-2], M.shape[-2] + 1, M.shape[-1] + 1))
     C[..., 1:, 1:] = M.cumsum(-2).cumsum(-1)
     t = np.arange(W)
     return C[..., t + W, t + W] - C[..., t, t + W] - C[..., t + W, t] + C[..., t, t]
@@ -145,13 +145,7 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
     True
     """
 
-    _parameter_constraints: dict = {
-        "ert": [Interval(Real, 2, None, closed="left")],
-        "window_size": [Interval(Integral, 2, None, closed="left")],
-        "n_bootstraps": [Interval(Integral, 2, None, closed="left")],
-        "bandwidth": [StrOptions({"median"}), Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-    }
+    _parameter_constraints: dict = sklearn_constraints(MMD_ONLINE_RULES)
 
     def __init__(
         self,

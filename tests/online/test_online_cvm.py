@@ -66,7 +66,7 @@ def test_a_shift_in_one_feature_is_detected_soon():
     rng = np.random.default_rng(2)
     det = OnlineCVMDetector(ert=200, window_size=10, n_bootstraps=2000, random_state=0)
     det.fit(rng.normal(size=(200, 4)))
-    delays = _run_times(det, lambda: rng.normal(size=4) + [0, 0, 2.0, 0], 20, cap=300)
+    delays = _run_times(det, lambda: rng.normal(size=4) + np.array([0, 0, 2.0, 0]), 20, cap=300)
     assert np.median(delays) <= 10
 
 
