@@ -21,6 +21,7 @@ STEPS = {
     "dgpbench.cli.analysis",
     "dgpbench.cli.compare",
     "dgpbench.cli.failing_loudly",
+    "dgpbench.cli.stream",
 }
 
 
@@ -202,6 +203,7 @@ RANKS = {
     "saved": 6,
     "_sklearn_checks": 6,
     "features": 5,
+    "online": 5,
     "detectors": 4,
     "models": 4,
     "shifts": 3,
