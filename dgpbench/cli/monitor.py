@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The two-sample tests of ``fit --test`` and ``score --test``.
-TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif")
+TESTS: tuple[str, ...] = ("ks", "mmd", "chi2", "classif", "mmd_online", "cvm_online")
+#: The sequential tests: ``fit`` saves them for ``dgpbench monitor``, ``score`` refuses them.
+ONLINE_TESTS: tuple[str, ...] = ("mmd_online", "cvm_online")
 
 #: Layout tag of a ``score --json`` record (one JSON object per line, one line per batch).
 SCORE_SCHEMA = "dgpbench-score/1"
@@ -48,6 +50,9 @@ _FIXED_BY_DETECTOR: tuple[str, ...] = (
     "permutations",
     "seed",
     "head",
+    "ert",
+    "window",
+    "bootstraps",
 )
 
 #: The defaults of the options a detector file fixes (None on the parser, so that
@@ -58,6 +63,8 @@ _DEFAULTS: dict[str, Any] = {
     "correction": "bonferroni",
     "permutations": 1000,
     "seed": 0,
+    "ert": 1000.0,
+    "window": 20,
 }
 
 
@@ -81,7 +88,28 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         default=None,
         choices=TESTS,
         help="two-sample test: ks per feature (default), mmd, chi2 (on --method bbsdh), "
-        "classif (a domain classifier on the images)" + note,
+        "classif (a domain classifier on the images); for `dgpbench monitor`: mmd_online "
+        "(sliding-window MMD), cvm_online (per-feature Cramér-von Mises)" + note,
+    )
+    p.add_argument(
+        "--ert",
+        type=float,
+        default=None,
+        help="mmd_online/cvm_online: expected run time under no shift, in samples "
+        "(default: 1000)" + note,
+    )
+    p.add_argument(
+        "--window",
+        type=_positive_int,
+        default=None,
+        help="mmd_online/cvm_online: test window length (default: 20)" + note,
+    )
+    p.add_argument(
+        "--bootstraps",
+        type=_positive_int,
+        default=None,
+        help="mmd_online/cvm_online: simulated clean streams (default: 1000 for mmd_online, "
+        "10000 for cvm_online; about 400 x ERT sets the ERT within 5%%)" + note,
     )
     p.add_argument(
         "--alpha",
@@ -207,6 +235,9 @@ def _score(args: argparse.Namespace) -> int:
                 raise CommandError(
                     f"{exc.reason}: pass --model MODEL (the network it was fitted with)"
                 ) from exc
+        if fitted.info.get("test") in ONLINE_TESTS:
+            raise CommandError(f"{args.detector} holds a sequential test: feed a stream to it "
+                               "with `dgpbench monitor`")  # fmt: skip
         _set_device(fitted, args.device)
     else:
         _some_batch_reads(batches)  # before the long fit: fail early if none can be scored
@@ -526,6 +557,9 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     from dgpbench.threads import torch_threads
 
     test = _setting(args, "test")
+    if test in ONLINE_TESTS and args.command != "fit":
+        raise CommandError(f"--test {test} is sequential: save it with `dgpbench fit` and feed "
+                           "a stream to it with `dgpbench monitor`")  # fmt: skip
     for option in ("method", "head"):
         if test == "classif" and getattr(args, option, None) is not None:
             raise CommandError(f"--{option} is not used by --test classif (it tests the images)")
@@ -534,7 +568,10 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     )
     # an option the chosen test does not use would be silently ignored: refuse it
     for option, tests in (("correction", ("ks",)), ("permutations", ("mmd",)),
-                          ("seed", ("mmd", "classif"))):  # fmt: skip
+                          ("seed", ("mmd", "classif", *ONLINE_TESTS)),
+                          ("alpha", ("ks", "mmd", "chi2", "classif")),
+                          ("ert", ONLINE_TESTS), ("window", ONLINE_TESTS),
+                          ("bootstraps", ONLINE_TESTS)):  # fmt: skip
         if getattr(args, option, None) is not None and test not in tests:
             raise CommandError(f"--{option} is for --test {' or '.join(tests)}, not {test}")
     missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k, None) is None]
@@ -555,7 +592,16 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
         params["n_permutations"] = _setting(args, "permutations")
     if test in ("mmd", "classif"):
         params["device"] = args.device
-    detector = make_detector(test, **params)
+    if test in ONLINE_TESTS:
+        from dgpbench.online.registry import ONLINE_DETECTORS
+
+        params = {"ert": _setting(args, "ert"), "window_size": _setting(args, "window"),
+                  "random_state": _setting(args, "seed")}  # fmt: skip
+        if args.bootstraps is not None:
+            params["n_bootstraps"] = args.bootstraps
+        detector = ONLINE_DETECTORS[test](**params)
+    else:
+        detector = make_detector(test, **params)
     feats = _make_features(args, method)
     with torch_threads(args.threads):
         fit_method(feats, x_refs, y_refs, method)

@@ -95,3 +95,60 @@ def test_a_batch_detector_is_refused(files, capsys, tmp_path):
     save_detector(tmp_path / "ks.npz", FittedDetector(None, ks, {}))
     status = main(["monitor", "--detector", str(tmp_path / "ks.npz"), str(files / "clean1.npz")])
     assert status == 2 and "not an online one" in capsys.readouterr().err
+
+
+FACTORY = """
+import torch
+
+
+def mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)
+    ).eval()
+"""
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    import sys
+
+    folder = tmp_path_factory.mktemp("onlinecli")
+    (folder / "onlinecli_net.py").write_text(FACTORY)
+    rng = np.random.default_rng(0)
+    np.savez(folder / "clean.npz", x=rng.uniform(size=(120, 1, 8, 8)).astype(np.float32))
+    np.savez(folder / "stream.npz", x=rng.uniform(size=(20, 1, 8, 8)).astype(np.float32))
+    dark = rng.uniform(size=(40, 1, 8, 8)) * 0.2
+    np.savez(folder / "dark.npz", x=dark.astype(np.float32))
+    sys.path.insert(0, str(folder))
+    yield folder
+    sys.path.remove(str(folder))
+
+
+@pytest.mark.parametrize("test", ["mmd_online", "cvm_online"])
+def test_fit_saves_an_online_detector_that_monitor_runs_on_images(images, capsys, test):
+    out = images / f"{test}.npz"
+    fit = ["fit", "--model", "onlinecli_net:mlp", "--clean", str(images / "clean.npz"),
+           "--method", "bbsds", "--test", test, "--ert", "1e6", "--window", "5",
+           "--bootstraps", "500", "--out", str(out)]  # fmt: skip
+    assert main(fit) == 0
+    run = ["monitor", "--detector", str(out), "--model", "onlinecli_net:mlp"]
+    assert main([*run, str(images / "stream.npz")]) == 0
+    assert main([*run, str(images / "stream.npz"), str(images / "dark.npz")]) == 1
+    lines = _lines(capsys.readouterr().out)
+    assert lines[-1]["event"] == "alarm" and lines[-1]["file"].endswith("dark.npz")
+    assert lines[-1]["meta"]["ert"] == 1e6 and lines[-1]["meta"]["window_size"] == 5
+
+
+def test_score_refuses_an_online_detector_and_fit_refuses_unused_options(images, capsys):
+    out = images / "mmd_online_score.npz"
+    fit = ["fit", "--model", "onlinecli_net:mlp", "--clean", str(images / "clean.npz"),
+           "--method", "bbsds", "--test", "mmd_online", "--window", "5", "--out", str(out)]
+    assert main([*fit, "--bootstraps", "200"]) == 0
+    status = main(["score", "--detector", str(out), "--model", "onlinecli_net:mlp",
+                   "--batch", str(images / "stream.npz")])  # fmt: skip
+    assert status == 2 and "dgpbench monitor" in capsys.readouterr().err
+    assert main([*fit, "--alpha", "0.01"]) == 2
+    assert "--alpha is for" in capsys.readouterr().err
+    assert main([*fit[:-6], "--ert", "100", "--out", str(out)]) == 2  # --ert with the ks test
+    assert "--ert is for" in capsys.readouterr().err
