@@ -6,7 +6,9 @@
   window, for low-dimensional features (DGP, TU, MAGDiff, BBSDs);
 * :func:`hazard_thresholds`: the thresholds that make the run time under no shift
   geometric with mean ERT (Cobb, Van Looveren and Klaise, AISTATS 2022);
-* :func:`save_stream_state` / :func:`load_stream_state`: stop a stream and resume it.
+* :func:`save_stream_state` / :func:`load_stream_state`: stop a stream and resume it;
+* :func:`run_times`, :func:`mean_run_time_interval`, :func:`detection_delay`: measure the
+  run time on clean streams and the delay on shifted ones.
 
 Both detectors save into a detector file like the batch tests
 (:func:`dgpbench.saved.save_detector`); ``dgpbench monitor`` feeds a stream to one.
@@ -20,6 +22,9 @@ _EXPORTS = {
     "OnlineResult": "dgpbench.online.base",
     "ONLINE_DETECTORS": "dgpbench.online.registry",
     "cvm_from_positions": "dgpbench.online.cvm",
+    "detection_delay": "dgpbench.online.evaluation",
+    "mean_run_time_interval": "dgpbench.online.evaluation",
+    "run_times": "dgpbench.online.evaluation",
     "gaussian_kernel": "dgpbench.online.mmd",
     "hazard_thresholds": "dgpbench.online.thresholds",
     "load_stream_state": "dgpbench.online.state",

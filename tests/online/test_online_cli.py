@@ -142,8 +142,21 @@ def test_fit_saves_an_online_detector_that_monitor_runs_on_images(images, capsys
 
 def test_score_refuses_an_online_detector_and_fit_refuses_unused_options(images, capsys):
     out = images / "mmd_online_score.npz"
-    fit = ["fit", "--model", "onlinecli_net:mlp", "--clean", str(images / "clean.npz"),
-           "--method", "bbsds", "--test", "mmd_online", "--window", "5", "--out", str(out)]
+    fit = [
+        "fit",
+        "--model",
+        "onlinecli_net:mlp",
+        "--clean",
+        str(images / "clean.npz"),
+        "--method",
+        "bbsds",
+        "--test",
+        "mmd_online",
+        "--window",
+        "5",
+        "--out",
+        str(out),
+    ]
     assert main([*fit, "--bootstraps", "200"]) == 0
     status = main(["score", "--detector", str(out), "--model", "onlinecli_net:mlp",
                    "--batch", str(images / "stream.npz")])  # fmt: skip

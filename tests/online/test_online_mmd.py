@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import chi2
 
 from dgpbench.detectors.mmd import mmd2_unbiased
-from dgpbench.online import OnlineMMDDetector, load_stream_state, save_stream_state
+from dgpbench.online import (
+    OnlineMMDDetector,
+    load_stream_state,
+    mean_run_time_interval,
+    run_times,
+    save_stream_state,
+)
 from dgpbench.online.mmd import gaussian_kernel
 from dgpbench.saved import FittedDetector, load_detector, save_detector
 
@@ -15,26 +20,6 @@ from dgpbench.saved import FittedDetector, load_detector, save_detector
 def _full_mmd2(det: OnlineMMDDetector) -> float:
     Z = np.concatenate([det.X_ref_, det.window()])
     return mmd2_unbiased(gaussian_kernel(Z, Z, det.gamma_), len(det.X_ref_))
-
-
-def run_times(det, draw, n_streams: int, cap: int) -> np.ndarray:
-    """Run time (alarm step, counted as the detector counts) of ``n_streams`` clean streams."""
-    out = []
-    for _ in range(n_streams):
-        det.reset()
-        while True:
-            r = det.update(draw())
-            if r.is_drift or r.t >= cap:
-                break
-        out.append(r.run_time)
-    return np.asarray(out)
-
-
-def exponential_interval(times: np.ndarray, level: float = 0.99) -> tuple[float, float]:
-    """Exact interval for the mean of exponential times; conservative for geometric ones
-    (their variance mu (mu - 1) is below mu^2)."""
-    k, s = len(times), float(times.sum())
-    return 2 * s / chi2.ppf((1 + level) / 2, 2 * k), 2 * s / chi2.ppf((1 - level) / 2, 2 * k)
 
 
 def test_sliding_update_equals_full_recomputation_at_every_step():
@@ -74,8 +59,9 @@ def test_mean_run_time_on_clean_streams_has_an_interval_containing_the_ert():
     ert = 50
     det = OnlineMMDDetector(ert=ert, window_size=10, n_bootstraps=20000, random_state=3)
     det.fit(rng.normal(size=(300, 2)))
-    times = run_times(det, lambda: rng.normal(size=2), 200, cap=40 * ert)
-    low, high = exponential_interval(times)
+    times, censored = run_times(det, lambda: rng.normal(size=2), 200, 40 * ert)
+    assert not censored.any()
+    low, high = mean_run_time_interval(times, level=0.99)
     assert low <= ert <= high, (times.mean(), low, high)
 
 
@@ -83,8 +69,8 @@ def test_a_shifted_stream_is_detected_soon():
     rng = np.random.default_rng(3)
     det = OnlineMMDDetector(ert=200, window_size=10, n_bootstraps=1000, random_state=0)
     det.fit(rng.normal(size=(200, 2)))
-    delays = run_times(det, lambda: rng.normal(loc=1.5, size=2), 20, cap=200)
-    assert np.median(delays) <= 15
+    delays, censored = run_times(det, lambda: rng.normal(loc=1.5, size=2), 20, 200)
+    assert not censored.any() and np.median(delays) <= 15
 
 
 def test_save_and_resume_give_the_decisions_of_an_uninterrupted_run(tmp_path):
