@@ -93,3 +93,25 @@ def test_a_damaged_stream_state_is_refused(tmp_path):
         det.set_stream_state(state, arrays)
     with pytest.raises(ValueError, match="t must be"):
         det.set_stream_state({**state, "t": -1}, det.get_stream_state()[1])
+
+
+def _ecdf_cvm(ref: np.ndarray, win: np.ndarray) -> float:
+    """The definition: n W / (n + W)^2 * sum over the pooled points of (F_n - G_W)^2."""
+    pooled = np.concatenate([ref, win])
+    F = (ref[None, :] <= pooled[:, None]).mean(1)
+    G = (win[None, :] <= pooled[:, None]).mean(1)
+    n, w = len(ref), len(win)
+    return n * w / (n + w) ** 2 * float(((F - G) ** 2).sum())
+
+
+def test_with_ties_the_statistic_is_the_ecdf_definition():
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 4, size=(30, 2)).astype(float)  # many ties, in and across samples
+    det = OnlineCVMDetector(ert=20, window_size=6, n_bootstraps=100, random_state=0).fit(X)
+    det.reset()
+    for x in rng.integers(0, 5, size=(20, 2)).astype(float):
+        det.update(x)
+        if det.t_ >= 6:
+            w = det.window()
+            want = [_ecdf_cvm(X[:, j], w[:, j]) for j in range(2)]
+            np.testing.assert_allclose(det.feature_statistics(), want, rtol=1e-12)

@@ -122,3 +122,12 @@ def test_the_same_seed_gives_the_same_thresholds():
     b = OnlineMMDDetector(ert=20, window_size=4, n_bootstraps=200, random_state=3).fit(X)
     np.testing.assert_array_equal(a.thresholds_, b.thresholds_)
     np.testing.assert_array_equal(a.X_ref_, b.X_ref_)
+
+
+def test_running_sums_stay_exact_over_a_long_stream():
+    rng = np.random.default_rng(8)
+    det = OnlineMMDDetector(ert=1e6, window_size=5, n_bootstraps=100, random_state=0)
+    det.fit(rng.normal(size=(40, 2))).reset()
+    for x in rng.normal(size=(3000, 2)):
+        r = det.update(x)
+    assert r.statistic == pytest.approx(_full_mmd2(det), abs=1e-11)
