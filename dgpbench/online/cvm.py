@@ -101,11 +101,18 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         Simulated no-shift streams (alibi-detect's default for this detector).
     random_state : int, RandomState instance or None, default=None
         Seed of the simulated streams.
+    calibration : {"gaussian", "reference"}, default="gaussian"
+        ``"gaussian"``: alibi-detect's configuration, Gaussian streams and a per-feature
+        hazard ``1 - (1 - 1/ert)^(1/d)``, exact for independent continuous features and
+        conservative (longer run times) for dependent ones. ``"reference"``: streams of
+        permuted reference rows and one threshold on the largest feature statistic, exact
+        for dependent features and ties too; the detector then keeps
+        ``n_ref - 2 window_size + 1`` rows as its reference, as the simulation did.
 
     Attributes
     ----------
-    X_ref_ : ndarray of shape (n_ref, n_features_in_)
-        The reference features.
+    X_ref_ : ndarray of shape (n_ref, n_features_in_) or (n_ref - 2 W + 1, n_features_in_)
+        The reference features (fewer rows with ``calibration="reference"``).
     thresholds_ : ndarray of shape (window_size,)
         The thresholds of steps ``W .. 2W - 1``; the last is used afterwards.
     first_step_ : int
@@ -141,11 +148,13 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         window_size: int = 20,
         n_bootstraps: int = 10000,
         random_state: Any = None,
+        calibration: str = "gaussian",
     ) -> None:
         self.ert = ert
         self.window_size = window_size
         self.n_bootstraps = n_bootstraps
         self.random_state = random_state
+        self.calibration = calibration
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X_ref: Any, y: None = None) -> OnlineCVMDetector:
@@ -167,9 +176,17 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         if (X == X[:1]).all():
             raise ValueError("X_ref is constant (every row is the same point)")
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
-        beta = per_feature_rate(1.0 / self.ert, X.shape[1])
-        self.thresholds_ = hazard_thresholds(self._simulate(len(X), rng), beta)
-        self.X_ref_ = X
+        if self.calibration == "gaussian":
+            beta = per_feature_rate(1.0 / self.ert, X.shape[1])
+            self.thresholds_ = hazard_thresholds(self._simulate(len(X), rng), beta)
+            self.X_ref_ = X
+        else:
+            W = int(self.window_size)
+            check_min_samples(len(X), 2 * W + 1, "X_ref", 'calibration="reference" keeps '
+                              "2 x window_size - 1 rows for the simulated streams")  # fmt: skip
+            stats = self._simulate_reference(X, rng)
+            self.thresholds_ = hazard_thresholds(stats, 1.0 / self.ert)
+            self.X_ref_ = X[rng.permutation(len(X))[2 * W - 1 :]].copy()
         self._prepare()
         return self
 
@@ -184,6 +201,53 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
             stream = rng.standard_normal((b, 2 * W - 1))
             pos = np.stack([np.searchsorted(r, s) for r, s in zip(ref, stream, strict=True)])
             stats[start : start + b] = cvm_from_positions(pos[:, steps], n)
+        return stats
+
+    def _simulate_reference(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Largest feature ``T`` of streams of permuted reference rows, steps W..2W-1: (B, W).
+
+        Each stream takes ``2W - 1`` rows of ``X`` as its samples and the other ``m`` rows as
+        its reference (the features keep their joint law, ties included); ``T`` follows the
+        ECDF definition: with the reference sorted, the window's ECDF is constant between the
+        window values' positions, so the reference points' sum comes from prefix sums of
+        ``F_m`` and ``F_m^2`` in ``O(W)`` per window.
+        """
+        n, d = X.shape
+        W, B = int(self.window_size), int(self.n_bootstraps)
+        L, m = 2 * W - 1, n - 2 * W + 1
+        scale = m * W / (m + W) ** 2
+        stats = np.full((B, W), -np.inf)
+        starts = np.arange(W)
+        slots = starts[:, None] + np.arange(W)[None, :]  # (window, slot) -> stream index
+        level = np.arange(W + 1) / W  # the window's ECDF on each segment
+        for start in range(0, B, _CHUNK):
+            b = min(_CHUNK, B - start)
+            perm = np.argsort(rng.random((b, n)), axis=1)
+            for j in range(d):
+                ref = np.sort(X[perm[:, L:], j], axis=1)  # (b, m)
+                stream = X[perm[:, :L], j]  # (b, L)
+                F = np.stack([np.searchsorted(r, r, side="right") for r in ref]) / m
+                P1 = np.concatenate([np.zeros((b, 1)), F.cumsum(1)], axis=1)
+                P2 = np.concatenate([np.zeros((b, 1)), (F * F).cumsum(1)], axis=1)
+                left = np.stack([np.searchsorted(r, s) for r, s in zip(ref, stream, strict=True)])
+                right = np.stack([np.searchsorted(r, s, side="right")
+                                  for r, s in zip(ref, stream, strict=True)])  # fmt: skip
+                # reference points: w <= r_i iff i >= left position of w
+                q = np.sort(left[:, slots], axis=2)  # (b, W windows, W)
+                edges = np.concatenate(
+                    [np.zeros((b, W, 1), dtype=q.dtype), q, np.full((b, W, 1), m)], axis=2
+                )
+                s1 = np.diff(np.take_along_axis(P1[:, None, :], edges, axis=2), axis=2)
+                s2 = np.diff(np.take_along_axis(P2[:, None, :], edges, axis=2), axis=2)
+                count = np.diff(edges, axis=2)
+                ref_sum = (s2 - 2 * level * s1 + level**2 * count).sum(2)
+                # window points: G(w) counts the window values <= w
+                le = (stream[:, None, :] <= stream[:, :, None]).cumsum(2)  # (b, L, L)
+                le = np.concatenate([np.zeros((b, L, 1)), le], axis=2)
+                G = (le[:, slots, (starts + W)[:, None]] - le[:, slots, starts[:, None]]) / W
+                win_sum = ((right[:, slots] / m - G) ** 2).sum(2)
+                np.maximum(stats[start : start + b], scale * (ref_sum + win_sum),
+                           out=stats[start : start + b])  # fmt: skip
         return stats
 
     def _prepare(self) -> None:

@@ -21,15 +21,19 @@ from dgpbench.parameters import Choices, Range
 __all__ = ["CVM_ONLINE_RULES", "MMD_ONLINE_RULES", "hazard_thresholds", "per_feature_rate"]
 
 #: :class:`~dgpbench.online.OnlineCVMDetector`'s parameters.
-CVM_ONLINE_RULES: dict[str, list] = {
+_COMMON: dict[str, list] = {
     "ert": [Range("float", 2, None, "left")],
     "window_size": [Range("int", 2, None, "left")],
     "n_bootstraps": [Range("int", 2, None, "left")],
     "random_state": ["random_state"],
 }
+CVM_ONLINE_RULES: dict[str, list] = {
+    **_COMMON,
+    "calibration": [Choices(("gaussian", "reference"))],
+}
 #: :class:`~dgpbench.online.OnlineMMDDetector`'s parameters.
 MMD_ONLINE_RULES: dict[str, list] = {
-    **CVM_ONLINE_RULES,
+    **_COMMON,
     "bandwidth": [Choices(("median",)), Range("float", 0, None, "neither")],
 }
 

@@ -115,3 +115,48 @@ def test_with_ties_the_statistic_is_the_ecdf_definition():
             w = det.window()
             want = [_ecdf_cvm(X[:, j], w[:, j]) for j in range(2)]
             np.testing.assert_allclose(det.feature_statistics(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("integers", [False, True], ids=["continuous", "ties"])
+def test_reference_calibration_simulates_the_ecdf_statistic_of_permuted_rows(integers):
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 4, size=(25, 3)).astype(float) if integers else rng.normal(size=(25, 3))
+    det = OnlineCVMDetector(window_size=4, n_bootstraps=3, calibration="reference")
+    stats = det._simulate_reference(X, np.random.default_rng(5))
+    perm = np.argsort(np.random.default_rng(5).random((3, 25)), axis=1)
+    for b in range(3):
+        ref, stream = X[perm[b, 7:]], X[perm[b, :7]]
+        for k in range(4):
+            want = max(_ecdf_cvm(ref[:, j], stream[k : k + 4, j]) for j in range(3))
+            assert stats[b, k] == pytest.approx(want, rel=1e-12)
+
+
+def _correlated(rng: np.random.Generator, size: int, d: int = 5, rho: float = 0.9) -> np.ndarray:
+    cov = np.full((d, d), rho) + (1 - rho) * np.eye(d)
+    return rng.normal(size=(size, d)) @ np.linalg.cholesky(cov).T
+
+
+def test_on_dependent_features_reference_calibration_keeps_the_ert_and_gaussian_exceeds_it():
+    rng = np.random.default_rng(7)
+    ert, ref = 50, _correlated(rng, 600)
+    exact = OnlineCVMDetector(ert=ert, window_size=10, n_bootstraps=10000, random_state=0,
+                              calibration="reference").fit(ref)  # fmt: skip
+    assert len(exact.X_ref_) == 600 - 19
+    times, censored = run_times(exact, lambda: _correlated(rng, 1)[0], 200, 40 * ert)
+    low, high = mean_run_time_interval(times[~censored], level=0.99)
+    assert not censored.any() and low <= ert <= high, (times.mean(), low, high)
+    loose = OnlineCVMDetector(ert=ert, window_size=10, n_bootstraps=5000, random_state=0)
+    times, censored = run_times(loose.fit(ref), lambda: _correlated(rng, 1)[0], 100, 40 * ert)
+    low, _ = mean_run_time_interval(times[~censored], level=0.99)
+    assert low > ert  # fewer false alarms than asked: the independence correction is loose
+
+
+def test_reference_calibration_saves_and_loads(tmp_path):
+    rng = np.random.default_rng(8)
+    det = OnlineCVMDetector(ert=20, window_size=3, n_bootstraps=100, random_state=0,
+                            calibration="reference").fit(rng.normal(size=(30, 2)))  # fmt: skip
+    save_detector(tmp_path / "d.npz", FittedDetector(None, det, {}))
+    back = load_detector(tmp_path / "d.npz").detector
+    assert back.calibration == "reference"
+    np.testing.assert_array_equal(back.X_ref_, det.X_ref_)
+    np.testing.assert_array_equal(back.thresholds_, det.thresholds_)
