@@ -94,16 +94,20 @@ def test_online_cvm_update_vs_scipy(benchmark):
 
 
 @pytest.mark.parametrize(
-    "cls, d, boots",
-    [(OnlineMMDDetector, 32, 1000), (OnlineCVMDetector, 10, 10000)],
-    ids=["mmd", "cvm"],
+    "cls, d, boots, extra",
+    [
+        (OnlineMMDDetector, 32, 1000, {}),
+        (OnlineCVMDetector, 10, 10000, {}),
+        (OnlineCVMDetector, 10, 10000, {"calibration": "reference"}),
+    ],
+    ids=["mmd", "cvm", "cvm-reference"],
 )
-def test_threshold_configuration_time(benchmark, cls, d, boots):
+def test_threshold_configuration_time(benchmark, cls, d, boots, extra):
     X = np.random.default_rng(2).normal(size=(N_REF + 2 * W, d))
-    det = cls(ert=1000, window_size=W, n_bootstraps=boots, random_state=0)
+    det = cls(ert=1000, window_size=W, n_bootstraps=boots, random_state=0, **extra)
     benchmark.pedantic(lambda: det.fit(X), rounds=1, iterations=1)
-    line = (f"{cls.__name__} configuration, n_ref {len(X)}, d {d}, W {W}, {boots} streams: "
-            f"{benchmark.stats.stats.min:.2f} s")  # fmt: skip
+    line = (f"{cls.__name__} {extra} configuration, n_ref {len(X)}, d {d}, W {W}, {boots} "
+            f"streams: {benchmark.stats.stats.min:.2f} s")  # fmt: skip
     RESULTS.append({"line": line})
     print(line)
 

@@ -242,9 +242,9 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
                 count = np.diff(edges, axis=2)
                 ref_sum = (s2 - 2 * level * s1 + level**2 * count).sum(2)
                 # window points: G(w) counts the window values <= w
-                le = (stream[:, None, :] <= stream[:, :, None]).cumsum(2)  # (b, L, L)
-                le = np.concatenate([np.zeros((b, L, 1)), le], axis=2)
-                G = (le[:, slots, (starts + W)[:, None]] - le[:, slots, starts[:, None]]) / W
+                le = (stream[:, None, :] <= stream[:, :, None]).cumsum(2, dtype=np.int32)
+                before = le[:, slots, (starts - 1)[:, None]] * (starts > 0)[:, None]
+                G = (le[:, slots, (starts + W - 1)[:, None]] - before) / W
                 win_sum = ((right[:, slots] / m - G) ** 2).sum(2)
                 np.maximum(stats[start : start + b], scale * (ref_sum + win_sum),
                            out=stats[start : start + b])  # fmt: skip
