@@ -53,6 +53,7 @@ _FIXED_BY_DETECTOR: tuple[str, ...] = (
     "ert",
     "window",
     "bootstraps",
+    "calibration",
 )
 
 #: The defaults of the options a detector file fixes (None on the parser, so that
@@ -110,6 +111,13 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         default=None,
         help="mmd_online/cvm_online: simulated clean streams (default: 1000 for mmd_online, "
         "10000 for cvm_online; about 400 x ERT sets the ERT within 5%%)" + note,
+    )
+    p.add_argument(
+        "--calibration",
+        default=None,
+        choices=["gaussian", "reference"],
+        help="cvm_online: thresholds from Gaussian streams per feature (default; conservative "
+        "for dependent features) or from permuted reference rows (exact, slower)" + note,
     )
     p.add_argument(
         "--alpha",
@@ -571,7 +579,7 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
                           ("seed", ("mmd", "classif", *ONLINE_TESTS)),
                           ("alpha", ("ks", "mmd", "chi2", "classif")),
                           ("ert", ONLINE_TESTS), ("window", ONLINE_TESTS),
-                          ("bootstraps", ONLINE_TESTS)):  # fmt: skip
+                          ("bootstraps", ONLINE_TESTS), ("calibration", ("cvm_online",))):  # fmt: skip
         if getattr(args, option, None) is not None and test not in tests:
             raise CommandError(f"--{option} is for --test {' or '.join(tests)}, not {test}")
     missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k, None) is None]
@@ -599,6 +607,8 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
                   "random_state": _setting(args, "seed")}  # fmt: skip
         if args.bootstraps is not None:
             params["n_bootstraps"] = args.bootstraps
+        if args.calibration is not None:
+            params["calibration"] = args.calibration
         detector = ONLINE_DETECTORS[test](**params)
     else:
         detector = make_detector(test, **params)

@@ -165,3 +165,17 @@ def test_score_refuses_an_online_detector_and_fit_refuses_unused_options(images,
     assert "--alpha is for" in capsys.readouterr().err
     assert main([*fit[:-6], "--ert", "100", "--out", str(out)]) == 2  # --ert with the ks test
     assert "--ert is for" in capsys.readouterr().err
+    assert main([*fit, "--calibration", "reference"]) == 2  # cvm_online only
+    assert "--calibration is for" in capsys.readouterr().err
+
+
+def test_fit_passes_the_calibration_to_the_cvm_detector(images):
+    from dgpbench.saved import load_detector
+
+    out = images / "cvm_reference.npz"
+    fit = ["fit", "--model", "onlinecli_net:mlp", "--clean", str(images / "clean.npz"),
+           "--method", "bbsds", "--test", "cvm_online", "--window", "5", "--bootstraps", "200",
+           "--calibration", "reference", "--out", str(out)]  # fmt: skip
+    assert main(fit) == 0
+    det = load_detector(out, model="onlinecli_net:mlp").detector
+    assert det.calibration == "reference" and len(det.X_ref_) == 120 - 9
