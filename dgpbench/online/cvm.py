@@ -140,6 +140,8 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
     True
     """
 
+    #: The name of the test (``dgpbench fit --test``, a detector file's ``info["test"]``).
+    test_name = "cvm_online"
     _parameter_constraints: dict = sklearn_constraints(CVM_ONLINE_RULES)
 
     def __init__(

@@ -145,6 +145,8 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
     True
     """
 
+    #: The name of the test (``dgpbench fit --test``, a detector file's ``info["test"]``).
+    test_name = "mmd_online"
     _parameter_constraints: dict = sklearn_constraints(MMD_ONLINE_RULES)
 
     def __init__(
