@@ -15,7 +15,7 @@ import inspect
 import pytest
 from numpydoc.validate import validate
 
-PACKAGES = ("dgpbench", "dgpbench.detectors", "dgpbench.saved")
+PACKAGES = ("dgpbench", "dgpbench.detectors", "dgpbench.online", "dgpbench.saved")
 # PR01: a parameter not documented; PR02: a documented parameter the signature lacks;
 # GL08: no docstring.
 CHECKED = {"PR01", "PR02", "GL08"}

@@ -22,6 +22,7 @@ STEPS = {
     "dgpbench.cli.analysis",
     "dgpbench.cli.compare",
     "dgpbench.cli.failing_loudly",
+    "dgpbench.cli.stream",
 }
 
 
@@ -203,6 +204,7 @@ RANKS = {
     "saved": 6,
     "_sklearn_checks": 6,
     "features": 5,
+    "online": 5,
     "detectors": 4,
     "models": 4,
     "shifts": 3,

@@ -71,6 +71,7 @@ COMMAND_MODULES: dict[str, str] = {
     "score": "monitor",
     "fit": "monitor",
     "calibrate": "calibrate",
+    "monitor": "stream",
     "analysis": "analysis",
     "compare-paper": "compare",
     **{
@@ -97,7 +98,7 @@ COMMAND_MODULES: dict[str, str] = {
 
 #: Every step module, in the order of ``dgpbench --help``.
 _MODULES: tuple[str, ...] = (
-    "analysis", "calibrate", "compare", "failing_loudly", "monitor", "paper", "run"
+    "analysis", "calibrate", "compare", "failing_loudly", "monitor", "paper", "run", "stream"
 )  # fmt: skip
 
 

@@ -34,11 +34,14 @@ log = logging.getLogger(__name__)
 #: The two-sample tests of ``fit --test`` and ``score --test``.
 TESTS: tuple[str, ...] = (
     "ks", "mmd", "chi2", "classif", "cvm", "ad", "energy", "fisher", "lsdd", "mmdagg", "mmd_deep",
+    "mmd_online", "cvm_online",
 )  # fmt: skip
+#: The sequential tests: ``fit`` saves them for ``dgpbench monitor``, ``score`` refuses them.
+ONLINE_TESTS: tuple[str, ...] = ("mmd_online", "cvm_online")
 #: The per-feature tests that take ``--correction``; the tests of ``--permutations`` and ``--seed``.
 _CORRECTED: tuple[str, ...] = ("ks", "cvm", "ad", "fisher")
 _PERMUTED: tuple[str, ...] = ("mmd", "energy", "lsdd", "mmd_deep")
-_SEEDED: tuple[str, ...] = (*_PERMUTED, "classif", "mmdagg")
+_SEEDED: tuple[str, ...] = (*_PERMUTED, "classif", "mmdagg", *ONLINE_TESTS)
 
 #: Layout tag of a ``score --json`` record (one JSON object per line, one line per batch).
 SCORE_SCHEMA = "dgpbench-score/1"
@@ -54,6 +57,10 @@ _FIXED_BY_DETECTOR: tuple[str, ...] = (
     "permutations",
     "seed",
     "head",
+    "ert",
+    "window",
+    "bootstraps",
+    "calibration",
 )
 
 #: The defaults of the options a detector file fixes (None on the parser, so that
@@ -64,6 +71,8 @@ _DEFAULTS: dict[str, Any] = {
     "correction": "bonferroni",
     "permutations": 1000,
     "seed": 0,
+    "ert": 1000.0,
+    "window": 20,
 }
 
 
@@ -92,7 +101,35 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         "classif (a domain classifier on the images), cvm / ad (Cramér-von Mises / "
         "Anderson-Darling per feature), energy (energy distance), fisher (Fisher's exact "
         "test of 0/1 features: bbsdh of a two-class model), lsdd, mmdagg, mmd_deep (a "
-        "learned kernel)" + note,
+        "learned kernel); for `dgpbench monitor`: mmd_online "
+        "(sliding-window MMD), cvm_online (per-feature Cramér-von Mises)" + note,
+    )
+    p.add_argument(
+        "--ert",
+        type=float,
+        default=None,
+        help="mmd_online/cvm_online: expected run time under no shift, in samples "
+        "(default: 1000)" + note,
+    )
+    p.add_argument(
+        "--window",
+        type=_positive_int,
+        default=None,
+        help="mmd_online/cvm_online: test window length (default: 20)" + note,
+    )
+    p.add_argument(
+        "--bootstraps",
+        type=_positive_int,
+        default=None,
+        help="mmd_online/cvm_online: simulated clean streams (default: 1000 for mmd_online, "
+        "10000 for cvm_online; about 400 x ERT sets the ERT within 5%%)" + note,
+    )
+    p.add_argument(
+        "--calibration",
+        default=None,
+        choices=["gaussian", "reference"],
+        help="cvm_online: thresholds from Gaussian streams per feature (default; conservative "
+        "for dependent features) or from permuted reference rows (exact, slower)" + note,
     )
     p.add_argument(
         "--alpha",
@@ -222,6 +259,9 @@ def _score(args: argparse.Namespace) -> int:
                 raise CommandError(
                     f"{exc.reason}: pass --model MODEL (the network it was fitted with)"
                 ) from exc
+        if fitted.info.get("test") in ONLINE_TESTS:
+            raise CommandError(f"{args.detector} holds a sequential test: feed a stream to it "
+                               "with `dgpbench monitor`")  # fmt: skip
         _set_device(fitted, args.device)
     else:
         _some_batch_reads(batches)  # before the long fit: fail early if none can be scored
@@ -609,6 +649,9 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     from dgpbench.threads import torch_threads
 
     test = _setting(args, "test")
+    if test in ONLINE_TESTS and args.command != "fit":
+        raise CommandError(f"--test {test} is sequential: save it with `dgpbench fit` and feed "
+                           "a stream to it with `dgpbench monitor`")  # fmt: skip
     for option in ("method", "head"):
         if test == "classif" and getattr(args, option, None) is not None:
             raise CommandError(f"--{option} is not used by --test classif (it tests the images)")
@@ -619,7 +662,10 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
     )
     # an option the chosen test does not use would be silently ignored: refuse it
     for option, tests in (("correction", _CORRECTED), ("permutations", _PERMUTED),
-                          ("seed", _SEEDED)):  # fmt: skip
+                          ("seed", _SEEDED),
+                          ("alpha", tuple(t for t in TESTS if t not in ONLINE_TESTS)),
+                          ("ert", ONLINE_TESTS), ("window", ONLINE_TESTS),
+                          ("bootstraps", ONLINE_TESTS), ("calibration", ("cvm_online",))):  # fmt: skip
         if getattr(args, option, None) is not None and test not in tests:
             raise CommandError(f"--{option} is for --test {' or '.join(tests)}, not {test}")
     missing = [f"--{k}" for k in ("model", "clean") if getattr(args, k, None) is None]
@@ -640,7 +686,18 @@ def _fit_detector(args: argparse.Namespace) -> FittedDetector:
         params["n_permutations"] = _setting(args, "permutations")
     if test in ("mmd", "classif", "mmd_deep"):
         params["device"] = args.device
-    detector = make_detector(test, **params)
+    if test in ONLINE_TESTS:
+        from dgpbench.online.registry import ONLINE_DETECTORS
+
+        params = {"ert": _setting(args, "ert"), "window_size": _setting(args, "window"),
+                  "random_state": _setting(args, "seed")}  # fmt: skip
+        if args.bootstraps is not None:
+            params["n_bootstraps"] = args.bootstraps
+        if args.calibration is not None:
+            params["calibration"] = args.calibration
+        detector = ONLINE_DETECTORS[test](**params)
+    else:
+        detector = make_detector(test, **params)
     feats = _make_features(args, method)
     with torch_threads(args.threads):
         fit_method(feats, x_refs, y_refs, method)

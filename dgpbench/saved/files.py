@@ -164,9 +164,13 @@ SAVEABLE: dict[str, str] = {
             ("mmd_deep", "DeepKernelMMDShiftDetector"),
         )
     },
+    "OnlineMMDDetector": "dgpbench.online.mmd:OnlineMMDDetector",
+    "OnlineCVMDetector": "dgpbench.online.cvm:OnlineCVMDetector",
 }
 _DETECTOR_NAMES = frozenset(
-    name for name, spec in SAVEABLE.items() if spec.startswith("dgpbench.detectors.")
+    name
+    for name, spec in SAVEABLE.items()
+    if spec.startswith(("dgpbench.detectors.", "dgpbench.online."))
 )
 #: The transformers built on a network: their state is restored on the recorded network.
 _NETWORK_NAMES = frozenset(

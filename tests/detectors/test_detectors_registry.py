@@ -37,10 +37,12 @@ def test_each_detector_class_names_its_test_and_can_be_saved():
     from dgpbench.cli.monitor import TESTS
     from dgpbench.saved.files import SAVEABLE
 
-    for name, cls in DETECTORS.items():
+    from dgpbench.online.registry import ONLINE_DETECTORS
+
+    for name, cls in {**DETECTORS, **ONLINE_DETECTORS}.items():
         assert cls.test_name == name
         assert SAVEABLE[cls.__name__] == f"{cls.__module__}:{cls.__qualname__}"
-    assert set(TESTS) == set(DETECTORS)
+    assert set(TESTS) == set(DETECTORS) | set(ONLINE_DETECTORS)
 
 
 def test_public_import_paths_name_one_class():

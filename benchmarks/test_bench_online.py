@@ -1,0 +1,139 @@
+"""Speed of the online detectors: a step's update against a recomputation, and configuration.
+
+* Online MMD (n_ref = 1000, d = 32, W = 50): :meth:`OnlineMMDDetector.update` (running
+  kernel sums, ``O((m + W) d)``) against recomputing the statistic from the window at every
+  step (the reference's own kernel sum cached, the ``m x W`` and ``W x W`` kernel blocks
+  rebuilt: what a detector without running sums does); same statistics asserted, ratio
+  printed.
+* Online Cramér-von Mises (n_ref = 1000, d = 10 features as DGP's, W = 50): the update
+  (integer counts) against :func:`scipy.stats.cramervonmises_2samp` per feature per step.
+* Threshold configuration time of both at alibi-detect's default ``n_bootstraps``.
+* Where alibi-detect is importable (a separate environment: it is no dependency of
+  dgpbench, and not open source since 0.11.5), its ``MMDDriftOnline`` per-sample time on
+  the same data; skipped otherwise.
+
+Run with ``python -m pytest benchmarks/test_bench_online.py --benchmark-only -s``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from bench_helpers import RESULTS
+
+from dgpbench.detectors.mmd import mmd2_unbiased
+from dgpbench.online import OnlineCVMDetector, OnlineMMDDetector
+from dgpbench.online.mmd import gaussian_kernel
+
+N_REF, W, STEPS = 1000, 50, 300
+
+
+def _recomputed_mmd(det: OnlineMMDDetector, window: np.ndarray) -> float:
+    m = len(det.X_ref_)
+    kxy = gaussian_kernel(det.X_ref_, window, det.gamma_).sum()
+    kyy = gaussian_kernel(window, window, det.gamma_).sum() - len(window)
+    return det.kxx_term_ + kyy / (W * (W - 1)) - 2.0 * kxy / (m * W)
+
+
+def test_online_mmd_update_vs_recomputation(benchmark):
+    rng = np.random.default_rng(0)
+    det = OnlineMMDDetector(ert=1000, window_size=W, n_bootstraps=200, random_state=0)
+    det.fit(rng.normal(size=(N_REF + 2 * W, 32)))
+    stream = rng.normal(size=(STEPS, 32))
+
+    def online() -> list[float]:
+        det.reset()
+        return [det.update(x).statistic for x in stream]
+
+    stats = benchmark.pedantic(online, rounds=3, iterations=1)
+    ours = benchmark.stats.stats.min / STEPS
+    start = time.perf_counter()
+    full = [_recomputed_mmd(det, stream[t - W + 1 : t + 1]) for t in range(W - 1, STEPS)]
+    theirs = (time.perf_counter() - start) / (STEPS - W + 1)
+    np.testing.assert_allclose(stats[W - 1 :], full, atol=1e-10)
+    Z = np.concatenate([det.X_ref_, stream[-W:]])
+    assert stats[-1] == pytest.approx(
+        mmd2_unbiased(gaussian_kernel(Z, Z, det.gamma_), len(det.X_ref_))
+    )
+    line = (f"online MMD n_ref {len(det.X_ref_)}, d 32, W {W}: update {ours * 1e6:.0f} us/sample, "
+            f"recomputation {theirs * 1e6:.0f} us/sample ({theirs / ours:.1f}x)")  # fmt: skip
+    RESULTS.append({"line": line})
+    print(line)
+
+
+def test_online_cvm_update_vs_scipy(benchmark):
+    from scipy.stats import cramervonmises_2samp
+
+    rng = np.random.default_rng(1)
+    ref = rng.normal(size=(N_REF, 10))
+    det = OnlineCVMDetector(ert=1000, window_size=W, n_bootstraps=200, random_state=0).fit(ref)
+    stream = rng.normal(size=(STEPS, 10))
+
+    def online() -> np.ndarray:
+        det.reset()
+        out = []
+        for x in stream:
+            det.update(x)
+            out.append(det.feature_statistics())
+        return np.asarray(out)
+
+    stats = benchmark.pedantic(online, rounds=3, iterations=1)
+    ours = benchmark.stats.stats.min / STEPS
+    steps = range(STEPS - 60, STEPS)
+    start = time.perf_counter()
+    full = [[cramervonmises_2samp(ref[:, j], stream[t - W + 1 : t + 1, j]).statistic
+             for j in range(10)] for t in steps]  # fmt: skip
+    theirs = (time.perf_counter() - start) / len(steps)
+    np.testing.assert_allclose(stats[list(steps)], full, rtol=1e-10)
+    line = (f"online CvM n_ref {N_REF}, d 10, W {W}: update {ours * 1e6:.0f} us/sample, scipy "
+            f"per feature {theirs * 1e6:.0f} us/sample ({theirs / ours:.1f}x)")  # fmt: skip
+    RESULTS.append({"line": line})
+    print(line)
+
+
+@pytest.mark.parametrize(
+    "cls, d, boots, extra",
+    [
+        (OnlineMMDDetector, 32, 1000, {}),
+        (OnlineCVMDetector, 10, 10000, {}),
+        (OnlineCVMDetector, 10, 10000, {"calibration": "reference"}),
+    ],
+    ids=["mmd", "cvm", "cvm-reference"],
+)
+def test_threshold_configuration_time(benchmark, cls, d, boots, extra):
+    X = np.random.default_rng(2).normal(size=(N_REF + 2 * W, d))
+    det = cls(ert=1000, window_size=W, n_bootstraps=boots, random_state=0, **extra)
+    benchmark.pedantic(lambda: det.fit(X), rounds=1, iterations=1)
+    line = (f"{cls.__name__} {extra} configuration, n_ref {len(X)}, d {d}, W {W}, {boots} "
+            f"streams: {benchmark.stats.stats.min:.2f} s")  # fmt: skip
+    RESULTS.append({"line": line})
+    print(line)
+
+
+def test_alibi_detect_mmd_online_per_sample(benchmark):
+    cd = pytest.importorskip("alibi_detect.cd")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N_REF + 2 * W, 32)).astype(np.float32)
+    stream = rng.normal(size=(STEPS, 32)).astype(np.float32)
+    theirs = cd.MMDDriftOnline(X, ert=1000, window_size=W, backend="pytorch",
+                               n_bootstraps=1000, verbose=False)  # fmt: skip
+
+    def run() -> None:
+        theirs.reset_state()
+        for x in stream:
+            theirs.predict(x)
+
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    ours_det = OnlineMMDDetector(ert=1000, window_size=W, n_bootstraps=1000, random_state=0)
+    ours_det.fit(X.astype(np.float64)).reset()
+    start = time.perf_counter()
+    for x in stream:
+        ours_det.update(x)
+    ours = (time.perf_counter() - start) / STEPS
+    alibi = benchmark.stats.stats.min / STEPS
+    line = (f"alibi-detect MMDDriftOnline {alibi * 1e6:.0f} us/sample vs dgpbench "
+            f"{ours * 1e6:.0f} us/sample ({alibi / ours:.1f}x)")  # fmt: skip
+    RESULTS.append({"line": line})
+    print(line)

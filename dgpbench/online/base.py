@@ -1,0 +1,258 @@
+"""What the online detectors share: the per-sample result record and the stream loop.
+
+A detector is fitted once on the reference (its thresholds are configured then, by
+simulation: :mod:`dgpbench.online.thresholds`); then :meth:`OnlineDetector.update` takes
+one sample at a time and says whether the stream has shifted. :meth:`~OnlineDetector.reset`
+starts a new stream; :meth:`~OnlineDetector.get_stream_state` and
+:meth:`~OnlineDetector.set_stream_state` stop a stream and resume it later with the same
+decisions (:mod:`dgpbench.online.state` writes them to a file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dgpbench.detectors.base import package_version
+
+__all__ = ["OnlineDetector", "OnlineResult"]
+
+
+@dataclass(frozen=True)
+class OnlineResult:
+    """The decision after one stream sample.
+
+    Parameters
+    ----------
+    t : int
+        Number of stream samples seen so far (this one included).
+    is_drift : bool
+        ``statistic > threshold``: the stream is flagged as shifted.
+    statistic : float
+        The detector's statistic over its window (NaN while the window is filling).
+    threshold : float
+        The threshold of step ``t`` (NaN while the window is filling).
+    run_time : int
+        Steps counted towards the expected run time: ``t`` minus the steps before the first
+        one that can raise an alarm.
+    name : str
+        The detector's class name.
+    ert : float
+        The expected run time under no shift the thresholds were configured for.
+    window_size : int
+        The test window's length.
+
+    Examples
+    --------
+    >>> r = OnlineResult(5, False, 0.1, 0.3, 5, "OnlineMMDDetector", 100.0, 10)
+    >>> r.to_dict()["data"]["is_drift"]
+    False
+    """
+
+    t: int
+    is_drift: bool
+    statistic: float
+    threshold: float
+    run_time: int
+    name: str
+    ert: float
+    window_size: int
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Return alibi-detect's online layout: ``{"data": {...}, "meta": {...}}``.
+
+        Returns
+        -------
+        dict
+            ``data``: ``is_drift``, ``distance`` (the statistic, None while the window
+            fills), ``threshold``, ``time`` (``t``), ``run_time``; ``meta``: ``name``,
+            ``version``, ``detector_type``, ``online`` (True), ``ert``, ``window_size``.
+        """
+
+        def num(v: float) -> float | None:
+            return float(v) if np.isfinite(v) else None
+
+        return {
+            "data": {
+                "is_drift": bool(self.is_drift),
+                "distance": num(self.statistic),
+                "threshold": num(self.threshold),
+                "time": int(self.t),
+                "run_time": int(self.run_time),
+            },
+            "meta": {
+                "name": self.name,
+                "version": package_version(),
+                "detector_type": "drift",
+                "online": True,
+                "ert": float(self.ert),
+                "window_size": int(self.window_size),
+            },
+        }
+
+
+class OnlineDetector:
+    """Mixin of the online detectors: threshold lookup, the stream loop, stream state.
+
+    A subclass sets ``thresholds_`` (one per configured step, the last kept afterwards) and
+    ``first_step_`` (the first ``t`` that can raise an alarm) in ``fit``, and supplies
+    ``_new_stream()``, ``_step(x) -> float``, ``_stream_arrays()`` and
+    ``_set_stream_arrays(arrays)``.
+    """
+
+    thresholds_: np.ndarray
+    first_step_: int
+
+    def threshold_at(self, t: int) -> float:
+        """The threshold of step ``t`` (1-based): per step, then the last one.
+
+        Parameters
+        ----------
+        t : int
+            Number of stream samples seen.
+
+        Returns
+        -------
+        float
+            NaN before :attr:`first_step_`.
+        """
+        k = t - self.first_step_
+        if k < 0:
+            return float("nan")
+        return float(self.thresholds_[min(k, len(self.thresholds_) - 1)])
+
+    def reset(self) -> OnlineDetector:
+        """Start a new stream (the window back to its initial state, ``t = 0``).
+
+        Returns
+        -------
+        self : object
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        self.t_ = 0
+        self._new_stream()
+        return self
+
+    def _checked_sample(self, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        if x.shape[0] != self.n_features_in_:
+            raise ValueError(f"a sample has {x.shape[0]} features, the detector takes "
+                             f"{self.n_features_in_}")  # fmt: skip
+        if not np.isfinite(x).all():
+            raise ValueError("a sample has a NaN or infinite feature")
+        return x
+
+    def update(self, x: Any) -> OnlineResult:
+        """Take the next stream sample and decide.
+
+        Parameters
+        ----------
+        x : array-like of shape (n_features_in_,)
+            One sample (its features).
+
+        Returns
+        -------
+        OnlineResult
+
+        Raises
+        ------
+        ValueError
+            If ``x`` has the wrong width or a non-finite value.
+        """
+        if not hasattr(self, "t_"):
+            self.reset()
+        x = self._checked_sample(x)
+        self.t_ += 1
+        stat = float(self._step(x))
+        thr = self.threshold_at(self.t_)
+        return OnlineResult(
+            t=self.t_,
+            is_drift=bool(np.isfinite(thr) and stat > thr),
+            statistic=stat if np.isfinite(thr) else float("nan"),
+            threshold=thr,
+            run_time=max(0, self.t_ - self.first_step_ + 1),
+            name=type(self).__name__,
+            ert=float(self.ert),
+            window_size=int(self.window_size),
+        )
+
+    def run(self, X: Any, *, stop_at_alarm: bool = True) -> list[OnlineResult]:
+        """Feed the rows of ``X`` in order (continuing the current stream).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+            The stream's next samples.
+        stop_at_alarm : bool, default=True
+            Stop after the first alarm.
+
+        Returns
+        -------
+        list of OnlineResult
+            One per sample fed.
+        """
+        out = []
+        for x in np.asarray(X, dtype=np.float64).reshape(len(X), -1):
+            out.append(self.update(x))
+            if stop_at_alarm and out[-1].is_drift:
+                break
+        return out
+
+    def get_stream_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The state of the current stream: JSON values and arrays, enough to resume it.
+
+        Returns
+        -------
+        state : dict
+            ``t`` and the detector's scalars.
+        arrays : dict of str to ndarray
+            The window and its running sums.
+        """
+        if not hasattr(self, "t_"):
+            self.reset()
+        state, arrays = self._stream_arrays()
+        return {"t": int(self.t_), **state}, arrays
+
+    def set_stream_state(self, state: dict[str, Any], arrays: Any) -> OnlineDetector:
+        """Resume a stream from :meth:`get_stream_state`'s output.
+
+        Parameters
+        ----------
+        state : dict
+            JSON values.
+        arrays : mapping of str to ndarray
+            The arrays.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        ValueError
+            If a value is missing or does not fit this detector.
+        """
+        t = state.get("t")
+        if not isinstance(t, int) or isinstance(t, bool) or t < 0:
+            raise ValueError(f"stream state: t must be a count, got {t!r}")
+        self.reset()
+        self._set_stream_arrays(state, arrays)
+        self.t_ = t
+        return self
+
+
+def checked_array(arrays: Any, key: str, shape: tuple[int, ...], kind: str = "f") -> np.ndarray:
+    """A finite array of the given shape from a state mapping, copied, or ValueError."""
+    try:
+        a = np.asarray(arrays[key])
+    except KeyError:
+        raise ValueError(f"state: missing array {key!r}") from None
+    if a.dtype.kind not in ("biu" if kind == "i" else "biuf") or a.shape != shape:
+        raise ValueError(f"state: {key} must be numbers of shape {shape}, got {a.dtype} {a.shape}")
+    if kind == "f" and not np.isfinite(a).all():
+        raise ValueError(f"state: {key} has a NaN or infinite value")
+    return np.array(a, dtype=np.int64 if kind == "i" else np.float64)

@@ -1,0 +1,396 @@
+"""Online per-feature Cramér-von Mises detector, with thresholds for a chosen expected run time.
+
+For each feature, the statistic at step ``t`` is the two-sample Cramér-von Mises
+criterion (Anderson, 1962; :func:`scipy.stats.cramervonmises_2samp`'s ``statistic``)
+between the reference (``n`` values) and the last ``W`` stream values::
+
+    T = n W / (n + W)^2 * sum over the pooled points z of (F_n(z) - G_W(z))^2
+
+with ``F_n``, ``G_W`` the two empirical CDFs. An alarm is raised when any feature's ``T``
+exceeds the step's threshold. This is alibi-detect's ``CVMDriftOnline`` (after Ross and
+Adams, 2012) with one window size.
+
+Why a step is cheap. The detector keeps, per feature, how many window values lie at or
+below each reference value and each window value (integer counts), and each window
+value's ``F_n`` (found by bisection when it enters). A new value changes every count by
+at most one: ``O((n + W) d)`` comparisons per step, not a sort of the pooled sample. The
+counts are integers, so a resumed stream gives exactly the same statistics.
+
+Why the thresholds need no data. ``T`` depends only on the ranks, so under no shift its
+stream has the same law for every continuous feature: the thresholds are set on simulated
+Gaussian streams (as alibi-detect does), from the positions of the stream values among
+the reference values alone (:func:`cvm_from_positions`). Each feature is calibrated to
+the hazard ``1 - (1 - 1/ert)^(1/d)``, exact for independent features; dependent features
+(distances to class means are) raise fewer alarms, a longer run time than ``ert``. Ties
+(a ReLU's zeros) break the rank argument: add a small seeded jitter to such features.
+
+The run time counts from the first full window (step ``W``), as alibi-detect's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dgpbench._compat import fit_context
+from dgpbench.detectors.base import check_min_samples
+from dgpbench.online.base import OnlineDetector, checked_array
+from dgpbench.online.thresholds import CVM_ONLINE_RULES, hazard_thresholds, per_feature_rate
+from dgpbench.parameters import sklearn_constraints
+
+__all__ = ["OnlineCVMDetector", "cvm_from_positions"]
+
+#: Simulated streams handled at once when configuring (memory ~ chunk x (n + W) floats).
+_CHUNK = 256
+
+
+def cvm_from_positions(a: np.ndarray, n: int) -> np.ndarray:
+    """Two-sample Cramér-von Mises ``T`` of windows given only their values' positions.
+
+    For continuous data, ``a_j`` = the number of reference values below window value ``j``
+    fixes ``T``: with ``a`` sorted and ``c_i = #{j : a_j < i}`` the window's count at the
+    ``i``-th reference value, the reference points give
+    ``sum_i (i/n - c_i/W)^2`` and the window points ``sum_j (a_(j)/n - j/W)^2``, both in
+    closed form from the sorted ``a`` (``sum_i c_i^2 = sum_{j,k} (n - max(a_j, a_k))``).
+
+    Parameters
+    ----------
+    a : ndarray of shape (..., W)
+        Positions in ``0..n`` of each window value among the reference values.
+    n : int
+        Number of reference values.
+
+    Returns
+    -------
+    ndarray of shape (...)
+
+    Examples
+    --------
+    >>> from scipy.stats import cramervonmises_2samp
+    >>> ref, win = np.array([0.1, 0.5, 0.9]), np.array([0.3, 1.2])
+    >>> t = cvm_from_positions(np.searchsorted(np.sort(ref), win), 3)
+    >>> bool(np.isclose(t, cramervonmises_2samp(ref, win).statistic))
+    True
+    """
+    a = np.sort(np.asarray(a, dtype=np.float64), axis=-1)
+    W = a.shape[-1]
+    j = np.arange(1, W + 1)
+    ref_sq = (n + 1) * (2 * n + 1) / (6.0 * n)  # sum_i (i/n)^2
+    cross = (n * (n + 1) / 2.0 * W - (a * (a + 1) / 2.0).sum(-1)) / (n * W)  # sum_i i c_i / (nW)
+    c_sq = (n * W * W - (a * (2 * j - 1)).sum(-1)) / (W * W)  # sum_i c_i^2 / W^2
+    win = ((a / n - j / W) ** 2).sum(-1)
+    return n * W / (n + W) ** 2 * (ref_sq - 2.0 * cross + c_sq + win)
+
+
+class OnlineCVMDetector(OnlineDetector, BaseEstimator):
+    """Sequential per-feature Cramér-von Mises detector, calibrated to an ERT.
+
+    Meant for low-dimensional features (DGP, TU, MAGDiff distances; BBSD softmax).
+
+    Parameters
+    ----------
+    ert : float, default=1000
+        Expected run time under no shift, counted from the first full window. At least 2.
+    window_size : int, default=20
+        Length ``W`` of the test window (at least 2).
+    n_bootstraps : int, default=10000
+        Simulated no-shift streams (alibi-detect's default for this detector).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the simulated streams.
+    calibration : {"gaussian", "reference"}, default="gaussian"
+        ``"gaussian"``: alibi-detect's configuration, Gaussian streams and a per-feature
+        hazard ``1 - (1 - 1/ert)^(1/d)``, exact for independent continuous features and
+        conservative (longer run times) for dependent ones. ``"reference"``: streams of
+        permuted reference rows and one threshold on the largest feature statistic, exact
+        for dependent features and ties too; the detector then keeps
+        ``n_ref - 2 window_size + 1`` rows as its reference, as the simulation did.
+
+    Attributes
+    ----------
+    X_ref_ : ndarray of shape (n_ref, n_features_in_) or (n_ref - 2 W + 1, n_features_in_)
+        The reference features (fewer rows with ``calibration="reference"``).
+    thresholds_ : ndarray of shape (window_size,)
+        The thresholds of steps ``W .. 2W - 1``; the last is used afterwards.
+    first_step_ : int
+        ``window_size``: the first step with a full window.
+    n_features_in_ : int
+        Number of features.
+
+    See Also
+    --------
+    OnlineMMDDetector : One multivariate kernel statistic.
+    dgpbench.detectors.KSShiftDetector : The batch per-feature test.
+
+    References
+    ----------
+    G. J. Ross, N. M. Adams. Two nonparametric control charts for detecting arbitrary
+    distribution changes. J. Quality Technology 44(2), 2012. O. Cobb, A. Van Looveren,
+    J. Klaise. AISTATS 2022.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> det = OnlineCVMDetector(ert=50, window_size=10, n_bootstraps=500, random_state=0)
+    >>> det = det.fit(rng.normal(size=(200, 3)))
+    >>> det.run(rng.normal(loc=2.0, size=(40, 3)))[-1].is_drift
+    True
+    """
+
+    #: The name of the test (``dgpbench fit --test``, a detector file's ``info["test"]``).
+    test_name = "cvm_online"
+    _parameter_constraints: dict = sklearn_constraints(CVM_ONLINE_RULES)
+
+    def __init__(
+        self,
+        ert: float = 1000,
+        window_size: int = 20,
+        n_bootstraps: int = 10000,
+        random_state: Any = None,
+        calibration: str = "gaussian",
+    ) -> None:
+        self.ert = ert
+        self.window_size = window_size
+        self.n_bootstraps = n_bootstraps
+        self.random_state = random_state
+        self.calibration = calibration
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X_ref: Any, y: None = None) -> OnlineCVMDetector:
+        """Store the reference and configure the thresholds on simulated streams.
+
+        Parameters
+        ----------
+        X_ref : array-like of shape (n_ref, n_features)
+            Clean reference features, at least 2 finite rows.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : OnlineCVMDetector
+        """
+        X = validate_data(self, X_ref, reset=True, dtype=np.float64, copy=True)
+        check_min_samples(len(X), 2, "X_ref", "a reference distribution")
+        if (X == X[:1]).all():
+            raise ValueError("X_ref is constant (every row is the same point)")
+        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
+        if self.calibration == "gaussian":
+            beta = per_feature_rate(1.0 / self.ert, X.shape[1])
+            self.thresholds_ = hazard_thresholds(self._simulate(len(X), rng), beta)
+            self.X_ref_ = X
+        else:
+            W = int(self.window_size)
+            check_min_samples(len(X), 2 * W + 1, "X_ref", 'calibration="reference" keeps '
+                              "2 x window_size - 1 rows for the simulated streams")  # fmt: skip
+            stats = self._simulate_reference(X, rng)
+            self.thresholds_ = hazard_thresholds(stats, 1.0 / self.ert)
+            self.X_ref_ = X[rng.permutation(len(X))[2 * W - 1 :]].copy()
+        self._prepare()
+        return self
+
+    def _simulate(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``T`` of Gaussian no-shift streams at steps ``W .. 2W - 1``: (B, W)."""
+        W, B = int(self.window_size), int(self.n_bootstraps)
+        stats = np.empty((B, W))
+        steps = np.arange(W)[:, None] + np.arange(W)[None, :]  # (step, slot) -> stream index
+        for start in range(0, B, _CHUNK):
+            b = min(_CHUNK, B - start)
+            ref = np.sort(rng.standard_normal((b, n)), axis=1)
+            stream = rng.standard_normal((b, 2 * W - 1))
+            pos = np.stack([np.searchsorted(r, s) for r, s in zip(ref, stream, strict=True)])
+            stats[start : start + b] = cvm_from_positions(pos[:, steps], n)
+        return stats
+
+    def _simulate_reference(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Largest feature ``T`` of streams of permuted reference rows, steps W..2W-1: (B, W).
+
+        Each stream takes ``2W - 1`` rows of ``X`` as its samples and the other ``m`` rows as
+        its reference (the features keep their joint law, ties included); ``T`` follows the
+        ECDF definition: with the reference sorted, the window's ECDF is constant between the
+        window values' positions, so the reference points' sum comes from prefix sums of
+        ``F_m`` and ``F_m^2`` in ``O(W)`` per window.
+        """
+        n, d = X.shape
+        W, B = int(self.window_size), int(self.n_bootstraps)
+        L, m = 2 * W - 1, n - 2 * W + 1
+        scale = m * W / (m + W) ** 2
+        stats = np.full((B, W), -np.inf)
+        starts = np.arange(W)
+        slots = starts[:, None] + np.arange(W)[None, :]  # (window, slot) -> stream index
+        level = np.arange(W + 1) / W  # the window's ECDF on each segment
+        for start in range(0, B, _CHUNK):
+            b = min(_CHUNK, B - start)
+            perm = np.argsort(rng.random((b, n)), axis=1)
+            for j in range(d):
+                ref = np.sort(X[perm[:, L:], j], axis=1)  # (b, m)
+                stream = X[perm[:, :L], j]  # (b, L)
+                F = np.stack([np.searchsorted(r, r, side="right") for r in ref]) / m
+                P1 = np.concatenate([np.zeros((b, 1)), F.cumsum(1)], axis=1)
+                P2 = np.concatenate([np.zeros((b, 1)), (F * F).cumsum(1)], axis=1)
+                left = np.stack([np.searchsorted(r, s) for r, s in zip(ref, stream, strict=True)])
+                right = np.stack([np.searchsorted(r, s, side="right")
+                                  for r, s in zip(ref, stream, strict=True)])  # fmt: skip
+                # reference points: w <= r_i iff i >= left position of w
+                q = np.sort(left[:, slots], axis=2)  # (b, W windows, W)
+                edges = np.concatenate(
+                    [np.zeros((b, W, 1), dtype=q.dtype), q, np.full((b, W, 1), m)], axis=2
+                )
+                s1 = np.diff(np.take_along_axis(P1[:, None, :], edges, axis=2), axis=2)
+                s2 = np.diff(np.take_along_axis(P2[:, None, :], edges, axis=2), axis=2)
+                count = np.diff(edges, axis=2)
+                ref_sum = (s2 - 2 * level * s1 + level**2 * count).sum(2)
+                # window points: G(w) counts the window values <= w
+                le = (stream[:, None, :] <= stream[:, :, None]).cumsum(2, dtype=np.int32)
+                before = le[:, slots, (starts - 1)[:, None]] * (starts > 0)[:, None]
+                G = (le[:, slots, (starts + W - 1)[:, None]] - before) / W
+                win_sum = ((right[:, slots] / m - G) ** 2).sum(2)
+                np.maximum(stats[start : start + b], scale * (ref_sum + win_sum),
+                           out=stats[start : start + b])  # fmt: skip
+        return stats
+
+    def _prepare(self) -> None:
+        n = len(self.X_ref_)
+        self.ref_sorted_ = np.sort(self.X_ref_, axis=0)
+        self.F_ref_ = np.stack(
+            [np.searchsorted(s, c, side="right") for s, c in zip(self.ref_sorted_.T,
+                                                                 self.X_ref_.T, strict=True)],
+            axis=1,
+        ) / n  # fmt: skip
+        self.first_step_ = int(self.window_size)
+
+    # the stream ----------------------------------------------------------------------
+
+    def _new_stream(self) -> None:
+        W, (n, d) = int(self.window_size), self.X_ref_.shape
+        self._window = np.zeros((W, d))
+        self._a = np.zeros((W, d), dtype=np.int64)  # #{ref <= w}
+        self._cw = np.zeros((W, d), dtype=np.int64)  # #{window <= w}
+        self._cr = np.zeros((n, d), dtype=np.int64)  # #{window <= ref value}
+        self._pos = 0
+        self._filled = 0
+
+    def _step(self, x: np.ndarray) -> float:
+        W = int(self.window_size)
+        o, win = self._pos, self._window
+        if self._filled == W:  # the oldest value leaves
+            old = win[o]
+            self._cr -= old <= self.X_ref_
+            self._cw -= old <= win
+        live = np.arange(W) < self._filled if self._filled < W else np.arange(W) != o
+        self._cr += x <= self.X_ref_
+        self._cw[live] += x <= win[live]
+        win[o] = x
+        self._cw[o] = (win[live] <= x).sum(0) + 1
+        self._a[o] = [np.searchsorted(s, v, side="right") for s, v in zip(self.ref_sorted_.T, x,
+                                                                          strict=True)]  # fmt: skip
+        self._pos = (o + 1) % W
+        self._filled = min(W, self._filled + 1)
+        if self._filled < W:
+            return float("nan")
+        return float(self.feature_statistics().max())
+
+    def feature_statistics(self) -> np.ndarray:
+        """Each feature's ``T`` over the current (full) window.
+
+        Returns
+        -------
+        ndarray of shape (n_features_in_,)
+            NaN while the window is filling.
+        """
+        check_is_fitted(self)
+        W, n = int(self.window_size), len(self.X_ref_)
+        if not hasattr(self, "t_"):
+            self.reset()
+        if self._filled < W:
+            return np.full(self.n_features_in_, np.nan)
+        ref = ((self.F_ref_ - self._cr / W) ** 2).sum(0)
+        win = ((self._a / n - self._cw / W) ** 2).sum(0)
+        return n * W / (n + W) ** 2 * (ref + win)
+
+    def window(self) -> np.ndarray:
+        """The current test window, oldest sample first (fewer rows while it fills).
+
+        Returns
+        -------
+        ndarray of shape (min(t, window_size), n_features_in_)
+        """
+        check_is_fitted(self)
+        if not hasattr(self, "t_"):
+            self.reset()
+        if self._filled < int(self.window_size):
+            return self._window[: self._filled].copy()
+        return np.roll(self._window, -self._pos, axis=0)
+
+    def _stream_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return {"pos": int(self._pos), "filled": int(self._filled)}, {
+            "window": self._window.copy(), "a": self._a.copy(), "cw": self._cw.copy(),
+            "cr": self._cr.copy(),
+        }  # fmt: skip
+
+    def _set_stream_arrays(self, state: dict[str, Any], arrays: Any) -> None:
+        W, (n, d) = int(self.window_size), self.X_ref_.shape
+        pos, filled = state.get("pos"), state.get("filled")
+        for key, value, high in (("pos", pos, W - 1), ("filled", filled, W)):
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+                raise ValueError(f"stream state: {key} must be in 0..{high}, got {value!r}")
+        self._window = checked_array(arrays, "window", (W, d))
+        self._a = checked_array(arrays, "a", (W, d), "i")
+        self._cw = checked_array(arrays, "cw", (W, d), "i")
+        self._cr = checked_array(arrays, "cr", (n, d), "i")
+        if (self._a < 0).any() or (self._a > n).any() or (self._cw < 0).any() or (
+            self._cw > W).any() or (self._cr < 0).any() or (self._cr > W).any():  # fmt: skip
+            raise ValueError("stream state: a count is out of range")
+        self._pos, self._filled = pos, filled
+
+    # the detector file ---------------------------------------------------------------
+
+    def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted state for :func:`dgpbench.saved.save_detector`.
+
+        Returns
+        -------
+        state : dict
+            Empty.
+        arrays : dict of str to ndarray
+            ``X_ref_`` and ``thresholds_``.
+        """
+        check_is_fitted(self)
+        return {}, {"X_ref_": self.X_ref_, "thresholds_": self.thresholds_}
+
+    def set_state(self, state: dict[str, Any], arrays: Any) -> OnlineCVMDetector:
+        """Restore :meth:`get_state`'s output (checked; the thresholds are not simulated again).
+
+        Parameters
+        ----------
+        state : dict
+            JSON values (empty).
+        arrays : mapping of str to ndarray
+            The arrays.
+
+        Returns
+        -------
+        self : OnlineCVMDetector
+
+        Raises
+        ------
+        dgpbench.state.StateError
+            If an array is missing, of the wrong shape, or not finite.
+        """
+        from dgpbench.state import StateError, check_keys
+
+        check_keys(state, ())
+        try:
+            ref = np.asarray(arrays["X_ref_"])
+            if ref.ndim != 2 or len(ref) < 2:
+                raise ValueError("X_ref_ must be a 2-D array of at least 2 rows")
+            self.X_ref_ = checked_array(arrays, "X_ref_", ref.shape)
+            self.thresholds_ = checked_array(arrays, "thresholds_", (int(self.window_size),))
+        except (ValueError, KeyError) as exc:
+            raise StateError(str(exc)) from exc
+        self.n_features_in_ = ref.shape[1]
+        self._prepare()
+        return self
