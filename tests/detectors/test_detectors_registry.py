@@ -35,9 +35,8 @@ def test_each_detector_class_names_its_test_and_can_be_saved():
     """One table of names: the registry; each class's test_name (what a detector file's
     info records) and the saveable classes agree with it."""
     from dgpbench.cli.monitor import TESTS
-    from dgpbench.saved.files import SAVEABLE
-
     from dgpbench.online.registry import ONLINE_DETECTORS
+    from dgpbench.saved.files import SAVEABLE
 
     for name, cls in {**DETECTORS, **ONLINE_DETECTORS}.items():
         assert cls.test_name == name
