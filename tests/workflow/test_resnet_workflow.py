@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-from _workflow import snakemake, tiny_config
+from _workflow import config_problem, snakemake, tiny_config
 
 from dgpbench.models.checkpoints import load_checkpoint
 
@@ -34,7 +34,8 @@ def test_a_cifar_shaped_grid_trains_attacks_and_reads_a_resnet(tmp_path):
         datasets=["cifar10"],
         data_root=str(tmp_path / "data"),
         models={"kind": ["resnet"], "hidden": [8], "layers": [2], "seeds": [0],
-                "activation": "relu", "resnet_channels": [4, 8], "resnet_blocks": [1, 1]},
+                "activation": "relu", "resnet_channels": [4, 8], "resnet_blocks": [1, 1],
+                "resnet_training": {"batch_size": 16, "epochs": {"cifar10": 1, "mnist": 3}}},
     )  # fmt: skip
     config["failing_loudly"] = {
         "shifts": ["adversarial_shift"],
@@ -54,6 +55,15 @@ def test_a_cifar_shaped_grid_trains_attacks_and_reads_a_resnet(tmp_path):
     _, meta = load_checkpoint(tmp_path / "run/results/models/cifar10/resnet-h8-l2-s0/model.pt")
     assert meta["kind"] == "resnet" and tuple(meta["arch"]["input_shape"]) == (3, 32, 32)
     assert tuple(meta["arch"]["channels"]) == (4, 8)
+    train = meta["train_config"]  # the ResNets' own training, this data set's epochs
+    assert (train["batch_size"], train["epochs"], train["lr"]) == (16, 1, config["training"]["lr"])
     for target in targets:
         records = pd.read_csv(tmp_path / "run" / target)
         assert set(records["shift"]) == {"none", "adversarial_shift"}
+
+
+def test_resnet_blocks_must_match_its_stages(tmp_path):
+    config = tiny_config(models={"kind": "resnet", "hidden": [8], "layers": [2], "seeds": [0],
+                                 "resnet_channels": [4, 8], "resnet_blocks": [1]})  # fmt: skip
+    problem = config_problem(tmp_path, config)
+    assert problem is not None and "resnet_blocks" in problem
