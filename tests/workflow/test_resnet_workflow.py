@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-from _workflow import config_problem, snakemake, tiny_config
+from _workflow import REPO, config_problem, snakemake, tiny_config
 
 from dgpbench.models.checkpoints import load_checkpoint
 
@@ -67,3 +67,22 @@ def test_resnet_blocks_must_match_its_stages(tmp_path):
                                  "resnet_channels": [4, 8], "resnet_blocks": [1]})  # fmt: skip
     problem = config_problem(tmp_path, config)
     assert problem is not None and "resnet_blocks" in problem
+
+
+def test_the_cifar_config_plans_resnets_attacked_by_fgsm(tmp_path):
+    (tmp_path / "config.yaml").write_text((REPO / "config.yaml").read_text())
+    layers = [str(REPO / "config" / name) for name in
+              ("failing_loudly.yaml", "failing_loudly_rabanser.yaml", "failing_loudly_cifar.yaml")]  # fmt: skip
+    proc = snakemake(tmp_path, None, "-n", "-p", "--configfile", *layers, cores=None)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    for dataset, epochs in (("cifar10", 25), ("mnist", 5)):
+        assert (
+            f"train-cnn --kind resnet --dataset {dataset} " in out
+            and f"--epochs {epochs} --batch-size 128" in out
+        )
+        assert (
+            f"--model results/models/{dataset}/resnet-h100-l2-s0/model.pt --protocol rabanser"
+            in out
+        )
+    assert "cnn-h" not in out and "train_cnn" not in out
