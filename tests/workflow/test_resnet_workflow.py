@@ -76,7 +76,7 @@ def test_the_cifar_config_plans_resnets_attacked_by_fgsm(tmp_path):
     proc = snakemake(tmp_path, None, "-n", "-p", "--configfile", *layers, cores=None)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    for dataset, epochs in (("cifar10", 25), ("mnist", 5)):
+    for dataset, epochs in (("cifar10", 20), ("mnist", 5)):
         assert (
             f"train-cnn --kind resnet --dataset {dataset} " in out
             and f"--epochs {epochs} --batch-size 128" in out
