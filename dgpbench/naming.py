@@ -31,12 +31,14 @@ __all__ = [
 
 _MODEL_ID = "h{hidden}-l{layers}-s{seed}"
 # Model kind -> id prefix; MLP ids (the paper's) have none.
-_KIND_PREFIX = {"mlp": "", "cnn": "cnn-"}
+_KIND_PREFIX = {"mlp": "", "cnn": "cnn-", "resnet": "resnet-"}
 #: Regular expression of a model id (no capturing groups), e.g. for Snakemake's wildcard
 #: constraints.
-MODEL_ID_PATTERN = "(?:cnn-)?" + _MODEL_ID.format(hidden="[0-9]+", layers="[0-9]+", seed="[0-9]+")
+MODEL_ID_PATTERN = "(?:cnn-|resnet-)?" + _MODEL_ID.format(
+    hidden="[0-9]+", layers="[0-9]+", seed="[0-9]+"
+)
 _MODEL_ID_RE = re.compile(
-    "(?:(?P<kind>cnn)-)?"
+    "(?:(?P<kind>cnn|resnet)-)?"
     + _MODEL_ID.format(
         hidden="(?P<hidden>[0-9]+)", layers="(?P<layers>[0-9]+)", seed="(?P<seed>[0-9]+)"
     )
@@ -58,15 +60,16 @@ class ModelId(NamedTuple):
 
 def model_id(hidden: int, layers: int, seed: int, kind: str = "mlp") -> str:
     """The id ``h{hidden}-l{layers}-s{seed}`` of a shift-detection model (``cnn-`` first for
-    a CNN).
+    a CNN, ``resnet-`` for a ResNet).
 
     Parameters
     ----------
     hidden, layers : int
-        Hidden units per layer and number of linear maps (positive); a CNN's are its head's.
+        Hidden units per layer and number of linear maps (positive); a CNN's or ResNet's are
+        its head's.
     seed : int
         Model seed (non-negative).
-    kind : {"mlp", "cnn"}, default="mlp"
+    kind : {"mlp", "cnn", "resnet"}, default="mlp"
         Model kind.
 
     Returns

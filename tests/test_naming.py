@@ -107,4 +107,4 @@ def test_other_kind_prefixes_are_not_model_ids(bad):
 
 def test_model_id_rejects_unknown_kind():
     with pytest.raises(ValueError, match="model kind"):
-        model_id(16, 2, 0, kind="resnet")
+        model_id(16, 2, 0, kind="vgg")

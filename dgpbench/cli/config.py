@@ -161,7 +161,8 @@ def check_config(config: Mapping[str, Any]) -> None:
     of ``protocol.deltas``; every ``models.user.<name>.dataset`` is one of ``datasets``;
     ``analysis.early_stopping.max_burn_in`` is below ``analysis.training.epochs``;
     ``analysis.np_variance.figure_layers`` and ``figure_hidden`` select a model of the
-    analysis grid. A check whose keys the configuration lacks is skipped.
+    analysis grid; ``models.resnet_blocks`` names as many stages as ``models.resnet_channels``.
+    A check whose keys the configuration lacks is skipped.
 
     Parameters
     ----------
@@ -184,6 +185,13 @@ def check_config(config: Mapping[str, Any]) -> None:
         problems.append(
             f"ablation.ns {extra} are not in protocol.ns {ns}: the ablation table can only "
             "show sample sizes the protocol draws"
+        )
+    models = config.get("models", {})
+    stages = [len(models.get(k, ())) for k in ("resnet_channels", "resnet_blocks")]
+    if stages[0] != stages[1]:
+        problems.append(
+            f"models.resnet_blocks has {stages[1]} stages but models.resnet_channels has "
+            f"{stages[0]}: give the blocks of each stage"
         )
     n_test = config["images"]["n_test"]
     if max(ns) > n_test:

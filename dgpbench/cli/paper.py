@@ -115,7 +115,25 @@ def _train(args: argparse.Namespace) -> None:
 def _train_cnn_args(p: argparse.ArgumentParser) -> None:
     _train_args(p)
     p.add_argument(
-        "--channels", type=_positive_int, nargs=2, default=[8, 16], help="conv block channels"
+        "--kind",
+        default="cnn",
+        choices=["cnn", "resnet"],
+        help="cnn: two conv blocks; resnet: ResNet-18's layout (stages of basic blocks)",
+    )
+    p.add_argument(
+        "--channels",
+        type=_positive_int,
+        nargs="+",
+        default=None,
+        help="output channels: of the CNN's two conv blocks (default 8 16) or of each ResNet "
+        "stage (default 16 32 64 128)",
+    )
+    p.add_argument(
+        "--blocks",
+        type=_positive_int,
+        nargs="+",
+        default=None,
+        help="basic blocks per ResNet stage (default 1 per stage; 2 2 2 2 is ResNet-18)",
     )
 
 
@@ -123,28 +141,37 @@ def _train_cnn(args: argparse.Namespace) -> None:
     import os
 
     from dgpbench.data.datasets import load_dataset, n_classes
-    from dgpbench.models.architectures import CNNConfig
+    from dgpbench.models.architectures import CNNConfig, ResNetConfig
     from dgpbench.models.train import shift_detection_config, train_mlp
     from dgpbench.naming import model_id
 
     x, y = load_dataset(args.dataset, args.data_root, "train", download=args.download)
-    arch = CNNConfig(
-        input_shape=tuple(x.shape[1:]),
-        hidden=args.hidden,
-        n_layers=args.layers,
-        n_classes=n_classes(args.dataset, args.data_root),
-        activation=args.activation,
-        channels=tuple(args.channels),
-    )
+    common = {
+        "input_shape": tuple(x.shape[1:]),
+        "hidden": args.hidden,
+        "n_layers": args.layers,
+        "n_classes": n_classes(args.dataset, args.data_root),
+        "activation": args.activation,
+    }
+    if args.kind == "cnn":
+        if args.blocks is not None:
+            raise ValueError("--blocks applies to --kind resnet only")
+        arch: CNNConfig | ResNetConfig = CNNConfig(
+            **common, channels=tuple(args.channels or (8, 16))
+        )
+    else:
+        channels = tuple(args.channels or (16, 32, 64, 128))
+        blocks = tuple(args.blocks or (1,) * len(channels))
+        arch = ResNetConfig(**common, channels=channels, blocks=blocks)
     # As `train`: --seed trains one model into --out-dir, --seeds one folder per seed
-    # (cnn-h<hidden>-l<layers>-s<seed>); CNNs train one seed after the other.
+    # (<kind>-h<hidden>-l<layers>-s<seed>); they train one seed after the other.
     out = Path(args.out_dir)
     if args.seeds is not None and len(set(args.seeds)) != len(args.seeds):
         raise ValueError(f"--seeds must be distinct, got {args.seeds}")
     if args.seeds is None:
         runs = [(args.seed, out)]
     else:
-        runs = [(s, out / model_id(args.hidden, args.layers, s, "cnn")) for s in args.seeds]
+        runs = [(s, out / model_id(args.hidden, args.layers, s, args.kind)) for s in args.seeds]
     for seed, folder in runs:
         config = shift_detection_config(
             lr=args.lr,
@@ -614,7 +641,8 @@ SUBCOMMANDS.update(
             _train,
         ),
         "train-cnn": (
-            "Train a CNN (two conv blocks + MLP head) per seed; write model.pt and metrics.csv.",
+            "Train a CNN (two conv blocks + MLP head) or a ResNet (--kind resnet) per seed; "
+            "write model.pt and metrics.csv.",
             _train_cnn_args,
             _train_cnn,
         ),

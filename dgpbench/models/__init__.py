@@ -1,6 +1,6 @@
 """Networks: build, train (one model or stacked seeds), save, read and resolve.
 
-:mod:`~dgpbench.models.architectures` (MLPs, CNNs), :mod:`~dgpbench.models.train` (one
+:mod:`~dgpbench.models.architectures` (MLPs, CNNs, ResNets), :mod:`~dgpbench.models.train` (one
 model), :mod:`~dgpbench.models.stacked` (seeds trained together),
 :mod:`~dgpbench.models.checkpoints`, :mod:`~dgpbench.models.exported` (``.pt2`` files),
 :mod:`~dgpbench.models.specs` (a model reference: checkpoint, ``.pt2`` or factory) and
@@ -23,11 +23,13 @@ _EXPORTS = {
     "KEEP_OPTIONS": "dgpbench.models.train",
     "METRIC_COLUMNS": "dgpbench.models.train",
     "NetworkBody": "dgpbench.models.body_head",
+    "ResNetConfig": "dgpbench.models.architectures",
     "StackedMLP": "dgpbench.models.stacked",
     "TrainConfig": "dgpbench.models.train",
     "analysis_config": "dgpbench.models.train",
     "build_cnn": "dgpbench.models.architectures",
     "build_mlp": "dgpbench.models.architectures",
+    "build_resnet": "dgpbench.models.architectures",
     "checkpoint_name": "dgpbench.models.checkpoints",
     "clear_run_outputs": "dgpbench.models.train",
     "describe_model": "dgpbench.models.specs",

@@ -1,4 +1,4 @@
-"""Architectures of the networks dgpbench trains: MLPs and the workflow's small CNN.
+"""Architectures of the networks dgpbench trains: MLPs, the workflow's small CNN, small ResNets.
 
 This module sits below the training code (:mod:`dgpbench.models.train`), the checkpoint files
 (:mod:`dgpbench.models.checkpoints`) and the body/head split (:mod:`dgpbench.models.body_head`), which all
@@ -15,6 +15,14 @@ Xavier-normal; biases keep PyTorch's default distribution ``U(-1/sqrt(fan_in),
 3x3 convolution (padding 1), activation and 2x2 max pooling, then an MLP head with the
 configured hidden width and number of linear maps (:func:`build_mlp`, the same
 initialisation as the MLPs).
+
+:class:`ResNetConfig` is a residual network in ResNet-18's layout for small images
+(``models.kind: resnet``; Rabanser et al.'s BBSD classifier is a ResNet-18): a 3x3 stem
+convolution, stages of basic blocks (two 3x3 convolutions with batch norm and an identity or
+1x1-projection shortcut; every stage after the first halves the resolution), global average
+pooling, then the same MLP head as the CNN. ``blocks=(2, 2, 2, 2)`` with
+``channels=(64, 128, 256, 512)`` is ResNet-18; smaller ``blocks`` and ``channels`` give the
+ResNet-10/-14 that a CPU trains in an hour.
 """
 
 from __future__ import annotations
@@ -36,8 +44,10 @@ __all__ = [
     "ArchConfig",
     "CNNConfig",
     "ImageReshape",
+    "ResNetConfig",
     "build_cnn",
     "build_mlp",
+    "build_resnet",
     "model_arch",
 ]
 
@@ -332,9 +342,209 @@ def build_cnn(config: CNNConfig, generator: torch.Generator | None = None) -> nn
     return nn.Sequential(OrderedDict(body=nn.Sequential(*body), head=head))
 
 
+# --------------------------------------------------------------------------------------------
+# ResNet
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResNetConfig:
+    """Architecture of a small residual network in ResNet-18's layout (see :func:`build_resnet`).
+
+    Attributes
+    ----------
+    input_shape : tuple of int
+        ``(C, H, W)`` of one image.
+    hidden : int
+        Width of the head's hidden layers.
+    n_layers : int
+        Linear maps of the head (as an MLP's "layers"; 1: ResNet's single linear layer).
+    n_classes : int
+        Output size.
+    activation : {"relu", "tanh"}
+        After the stem, inside and after every block, and after every hidden linear map.
+    channels : tuple of int
+        Output channels of each stage (the stem has the first stage's).
+    blocks : tuple of int
+        Basic blocks per stage (as many as ``channels``).
+    """
+
+    input_shape: tuple[int, ...]
+    hidden: int
+    n_layers: int
+    n_classes: int
+    activation: str = "relu"
+    channels: tuple[int, ...] = field(default=(16, 32, 64, 128))
+    blocks: tuple[int, ...] = field(default=(1, 1, 1, 1))
+
+    kind: ClassVar[str] = "resnet"
+
+    def __post_init__(self) -> None:
+        shape, channels, blocks = (tuple(v) for v in (self.input_shape, self.channels, self.blocks))
+        for name, values in (("input_shape", shape), ("channels", channels), ("blocks", blocks)):
+            if (
+                not values
+                or (name == "input_shape" and len(values) != 3)
+                or any(
+                    isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1
+                    for v in values
+                )
+            ):
+                size = "3" if name == "input_shape" else "one or more"
+                raise ValueError(f"{name} must be {size} positive integers, got {values!r}")
+        if len(blocks) != len(channels):
+            raise ValueError(
+                f"blocks {blocks} and channels {channels} must name the same number of stages"
+            )
+        object.__setattr__(self, "input_shape", tuple(int(v) for v in shape))
+        object.__setattr__(self, "channels", tuple(int(v) for v in channels))
+        object.__setattr__(self, "blocks", tuple(int(v) for v in blocks))
+        _check_arch(
+            self.n_inputs, self.hidden, self.n_layers, self.n_classes, self.activation, False, 0.0
+        )
+
+    @property
+    def n_inputs(self) -> int:
+        """Pixels per image (the flattened input size)."""
+        return math.prod(self.input_shape)
+
+    @property
+    def head_inputs(self) -> int:
+        """Size of the body's output (the last stage's channels after global pooling)."""
+        return self.channels[-1]
+
+    @property
+    def depth(self) -> int:
+        """Weighted layers as ResNet names count them: stem, two per block, the head's maps.
+
+        Examples
+        --------
+        >>> ResNetConfig((3, 32, 32), 0, 1, 10, channels=(64, 128, 256, 512),
+        ...              blocks=(2, 2, 2, 2)).depth
+        18
+        """
+        return 1 + 2 * sum(self.blocks) + self.n_layers
+
+    @property
+    def batchnorm(self) -> bool:
+        """True: a batch of one image cannot train (the training loop drops it)."""
+        return True
+
+    def build(self, generator: torch.Generator | None = None) -> nn.Sequential:
+        """Return a freshly initialised network of this architecture."""
+        return build_resnet(self, generator=generator)
+
+
+def _conv(c_in: int, c_out: int, size: int, stride: int, generator: Any) -> nn.Conv2d:
+    """A bias-free convolution (batch norm follows), He-normal (fan-out) as torchvision's
+    ResNets initialise them, drawn from ``generator``.
+    """
+    conv = nn.Conv2d(c_in, c_out, size, stride=stride, padding=size // 2, bias=False)
+    with torch.no_grad():
+        nn.init.kaiming_normal_(
+            conv.weight, mode="fan_out", nonlinearity="relu", generator=generator
+        )
+    return conv
+
+
+class BasicBlock(nn.Module):
+    """ResNet's basic block: ``act(bn(conv(act(bn(conv(x))))) + shortcut(x))``.
+
+    Parameters
+    ----------
+    c_in, c_out : int
+        Input and output channels.
+    stride : int
+        Of the first convolution (2 halves the resolution).
+    activation : {"relu", "tanh"}
+        The nonlinearity.
+    generator : torch.Generator, optional
+        Source of the initial weights.
+    """
+
+    def __init__(
+        self,
+        c_in: int,
+        c_out: int,
+        stride: int,
+        activation: str,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.conv1 = _conv(c_in, c_out, 3, stride, generator)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = _conv(c_out, c_out, 3, 1, generator)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.act = ACTIVATIONS[activation]()
+        self.shortcut: nn.Module = nn.Identity()
+        if stride != 1 or c_in != c_out:  # torchvision's option B: a 1x1 projection
+            self.shortcut = nn.Sequential(
+                _conv(c_in, c_out, 1, stride, generator), nn.BatchNorm2d(c_out)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The block's output for a batch of feature maps."""
+        out = self.act(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.act(out + self.shortcut(x))
+
+
+def build_resnet(config: ResNetConfig, generator: torch.Generator | None = None) -> nn.Sequential:
+    """Build a small ResNet: ``body`` (stem, stages, global pooling) then ``head`` (an MLP).
+
+    Parameters
+    ----------
+    config : ResNetConfig
+        The architecture.
+    generator : torch.Generator, optional
+        Source of all initial weights: convolutions He-normal (fan-out), batch norm weight 1
+        and bias 0 (torchvision's ResNet), the head :func:`build_mlp`'s.
+
+    Returns
+    -------
+    torch.nn.Sequential
+        With children ``body`` and ``head``; accepts flattened ``(N, C*H*W)`` or image
+        ``(N, C, H, W)`` batches.
+
+    Examples
+    --------
+    >>> cfg = ResNetConfig((3, 8, 8), hidden=16, n_layers=2, n_classes=10, channels=(4, 8),
+    ...                    blocks=(1, 1))
+    >>> net = build_resnet(cfg, generator=torch.Generator().manual_seed(0))
+    >>> net(torch.zeros(3, 192)).shape, cfg.head_inputs, cfg.depth
+    (torch.Size([3, 10]), 8, 7)
+    """
+    c_in = config.input_shape[0]
+    c_stem = config.channels[0]
+    body: list[nn.Module] = [
+        ImageReshape(config.input_shape),
+        _conv(c_in, c_stem, 3, 1, generator),  # a small image's stem: no 7x7 stride-2, no pool
+        nn.BatchNorm2d(c_stem),
+        ACTIVATIONS[config.activation](),
+    ]
+    c_in = c_stem
+    for stage, (c_out, n_blocks) in enumerate(zip(config.channels, config.blocks, strict=True)):
+        for b in range(n_blocks):
+            stride = 2 if stage > 0 and b == 0 else 1
+            body.append(BasicBlock(c_in, c_out, stride, config.activation, generator))
+            c_in = c_out
+    body += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+    head = build_mlp(
+        config.head_inputs,
+        config.hidden,
+        config.n_layers,
+        config.n_classes,
+        config.activation,
+        generator=generator,
+    )
+    return nn.Sequential(OrderedDict(body=nn.Sequential(*body), head=head))
+
+
+_ARCHS: dict[str, Any] = {"mlp": ArchConfig, "cnn": CNNConfig, "resnet": ResNetConfig}
+
+
 def model_arch(arch: Any, kind: str | None = None) -> Any:
     """Return the architecture object of a model kind (``"mlp"``: :class:`ArchConfig`,
-    ``"cnn"``: :class:`CNNConfig`) from itself or its dict.
+    ``"cnn"``: :class:`CNNConfig`, ``"resnet"``: :class:`ResNetConfig`) from itself or its
+    dict.
 
     Raises
     ------
@@ -344,8 +554,6 @@ def model_arch(arch: Any, kind: str | None = None) -> Any:
     if not isinstance(arch, dict):
         return arch
     kind = "mlp" if kind is None else kind
-    if kind == "mlp":
-        return ArchConfig(**arch)
-    if kind == "cnn":
-        return CNNConfig(**arch)
-    raise ValueError(f"unknown model kind {kind!r}; expected 'mlp' or 'cnn'")
+    if kind not in _ARCHS:
+        raise ValueError(f"unknown model kind {kind!r}; expected one of {sorted(_ARCHS)}")
+    return _ARCHS[kind](**arch)

@@ -48,7 +48,7 @@ def test_default_config_has_no_cnn_and_no_new_shift(tmp_path):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"kind": ["mlp", "resnet"]}, "resnet"),
+        ({"kind": ["mlp", "vgg"]}, "vgg"),
         ({"cnn_channels": [8]}, "cnn_channels"),
     ],
 )

@@ -1,8 +1,21 @@
-# The CNN family (models.kind: cnn): two conv blocks and an MLP head, trained with the MLPs'
-# protocol. Model ids cnn-h<hidden>-l<layers>-s<seed>; `train` would match them too.
+# The CNN family (models.kind: cnn): two conv blocks and an MLP head, and the ResNet family
+# (models.kind: resnet: ResNet-18's layout, then the same head), trained with the MLPs'
+# protocol. Model ids cnn-h<hidden>-l<layers>-s<seed> and resnet-h...; `train` would match
+# them too.
 
 
 ruleorder: train_cnn > train
+ruleorder: train_resnet > train
+
+
+def resnet_training(dataset):
+    """The `training` settings of a ResNet on `dataset`: models.resnet_training's over them."""
+    train = dict(config["training"])
+    own = dict(config["models"].get("resnet_training") or {})
+    epochs = own.pop("epochs", None)
+    if isinstance(epochs, dict):
+        epochs = epochs.get(dataset)
+    return {**train, **own, **({} if epochs is None else {"epochs": epochs})}
 
 
 rule train_cnn:
@@ -38,6 +51,47 @@ rule train_cnn:
     shell:
         "{params.dgpbench} train-cnn --dataset {params.name:q} {params.data} {params.arch}"
         " --channels {params.channels} --activation {params.activation}"
+        " --lr {params.train[lr]} --epochs {params.train[epochs]}"
+        " --batch-size {params.train[batch_size]} --val-fraction {params.train[val_fraction]}"
+        " --device {params.train[device]} --threads {threads} --out-dir {params.out_dir:q}"
+        " > {log:q} 2>&1"
+
+
+rule train_resnet:
+    """Train one ResNet (per data set x head width x head layers x seed)."""
+    input:
+        data=data_file(DATASETS),
+    output:
+        model=f"{RESULTS}/models/{{dataset}}/resnet-{{arch}}/model.pt",
+        metrics=f"{RESULTS}/models/{{dataset}}/resnet-{{arch}}/metrics.csv",
+    wildcard_constraints:
+        arch=r"h\d+-l\d+-s\d+",
+    params:
+        dgpbench=DGPBENCH,
+        name=lambda wc: DATASETS[wc.dataset],
+        data=data_args(),
+        arch=lambda wc: "--hidden {} --layers {} --seed {}".format(
+            *parse_model_id(wc.arch)[:3]
+        ),
+        channels=join(config["models"]["resnet_channels"]),
+        blocks=join(config["models"]["resnet_blocks"]),
+        activation=config["models"]["activation"],
+        train=lambda wc: resnet_training(wc.dataset),
+        out_dir=lambda wc, output: Path(output.model).parent,
+    threads: 2
+    conda:
+        "../envs/dgpbench.yaml"
+    resources:
+        mem_mb=6000,
+        runtime=720,
+    log:
+        f"{LOGS}/train/{{dataset}}/resnet-{{arch}}.log",
+    benchmark:
+        f"{BENCH}/train/{{dataset}}/resnet-{{arch}}.tsv"
+    shell:
+        "{params.dgpbench} train-cnn --kind resnet --dataset {params.name:q} {params.data}"
+        " {params.arch} --channels {params.channels} --blocks {params.blocks}"
+        " --activation {params.activation}"
         " --lr {params.train[lr]} --epochs {params.train[epochs]}"
         " --batch-size {params.train[batch_size]} --val-fraction {params.train[val_fraction]}"
         " --device {params.train[device]} --threads {threads} --out-dir {params.out_dir:q}"

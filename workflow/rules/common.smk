@@ -70,7 +70,8 @@ DATASETS = {dataset_id(d): d for d in config["datasets"]}
 ABLATION = [dataset_id(d) for d in config["ablation"]["datasets"] if dataset_id(d) in DATASETS]
 KINDS = config["models"]["kind"]
 KINDS = [KINDS] if isinstance(KINDS, str) else list(KINDS)
-# Model ids: h<hidden>-l<layers>-s<seed> for MLPs, cnn-h<hidden>-l<layers>-s<seed> for CNNs.
+# Model ids: h<hidden>-l<layers>-s<seed> for MLPs, cnn-h<hidden>-l<layers>-s<seed> for CNNs
+# (resnet-h... for ResNets).
 MODELS = [
     model_id(h, l, s, kind)
     for kind, h, l, s in itertools.product(
