@@ -64,3 +64,11 @@ def test_stream_target_end_to_end_on_tiny_digits(tmp_path):
     assert (summary.loc[summary["shift"] != "none", "n_streams"] == 5).all()
     assert "| digits" in (out / "stream_summary.md").read_text()
     assert (out / "stream_delays.png").stat().st_size > 0
+
+
+def test_shipped_stream_config_is_valid_over_the_paper_grid():
+    from dgpbench.cli.config import schema_error
+
+    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config.update(yaml.safe_load((REPO / "config" / "stream.yaml").read_text()))
+    assert schema_error(config, REPO / "workflow" / "schemas" / "config.schema.yaml") is None
