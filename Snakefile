@@ -20,6 +20,7 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/detect.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/stream.smk"
 
 
 rule all:

@@ -23,6 +23,7 @@ STEPS = {
     "dgpbench.cli.compare",
     "dgpbench.cli.failing_loudly",
     "dgpbench.cli.stream",
+    "dgpbench.cli.stream_eval",
 }
 
 

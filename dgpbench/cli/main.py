@@ -72,6 +72,8 @@ COMMAND_MODULES: dict[str, str] = {
     "fit": "monitor",
     "calibrate": "calibrate",
     "monitor": "stream",
+    "stream": "stream_eval",
+    "stream-report": "stream_eval",
     "analysis": "analysis",
     "compare-paper": "compare",
     **{
@@ -98,7 +100,8 @@ COMMAND_MODULES: dict[str, str] = {
 
 #: Every step module, in the order of ``dgpbench --help``.
 _MODULES: tuple[str, ...] = (
-    "analysis", "calibrate", "compare", "failing_loudly", "monitor", "paper", "run", "stream"
+    "analysis", "calibrate", "compare", "failing_loudly", "monitor", "paper", "run", "stream",
+    "stream_eval",
 )  # fmt: skip
 
 

@@ -1,0 +1,254 @@
+"""Clean and shifted streams drawn from a features file, and what a detector does on them.
+
+The ``stream`` workflow target measures, for one model and feature method:
+
+* under no shift, the run time of ``n_streams`` clean streams per ERT
+  (:func:`dgpbench.online.run_times`), whose mean should be the ERT;
+* under each shift, the detection delay of ``n_shift_streams`` shifted streams
+  (:func:`dgpbench.online.detection_delay`).
+
+The clean test features are split once (seeded) into the reference rows, on which the
+detector is fitted and its thresholds configured, and the held-out rows. A clean stream
+draws held-out rows uniformly with replacement; a shifted stream draws ``change_point``
+held-out rows, then, from the change on, the corrupted twins of held-out images (never the
+twin of a reference image). Each stream draws its rows afresh from a seeded generator, so
+the streams are independent given the reference: the intervals of the run time rest on the
+stream as the unit, conditional on the fitted detector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dgpbench.online.evaluation import detection_delay, run_times
+from dgpbench.online.registry import ONLINE_DETECTORS
+
+__all__ = ["clean_run_times", "shift_delays", "split_reference", "stream_records"]
+
+
+def split_reference(n_rows: int, n_ref: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of the reference and of the held-out rows, drawn without replacement.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of the clean features.
+    n_ref : int
+        Reference rows; at least 1 row must be left over.
+    seed : int
+        Seed of the split.
+
+    Returns
+    -------
+    ref, held : ndarray of int
+        Disjoint, together all rows.
+
+    Raises
+    ------
+    ValueError
+        If ``n_ref`` is not in ``[1, n_rows - 1]``.
+
+    Examples
+    --------
+    >>> ref, held = split_reference(10, 6, seed=0)
+    >>> len(ref), len(held), len(set(ref) | set(held))
+    (6, 4, 10)
+    """
+    if not 1 <= n_ref < n_rows:
+        raise ValueError(
+            f"n_ref must be at least 1 and leave held-out rows: got n_ref={n_ref} for "
+            f"{n_rows} clean rows"
+        )
+    order = np.random.default_rng(seed).permutation(n_rows)
+    return np.sort(order[:n_ref]), np.sort(order[n_ref:])
+
+
+def clean_run_times(
+    detector: Any, pool: np.ndarray, n_streams: int, max_steps: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run times of clean streams, each drawing rows of ``pool`` with replacement.
+
+    Parameters
+    ----------
+    detector : OnlineMMDDetector or OnlineCVMDetector
+        Fitted on rows outside ``pool``.
+    pool : ndarray of shape (n_pool, n_features)
+        Held-out clean rows.
+    n_streams : int
+        Streams to run.
+    max_steps : int
+        Steps after which a stream without an alarm is stopped (censored).
+    seed : int
+        Seed of the draws (one generator, the streams one after the other).
+
+    Returns
+    -------
+    times : ndarray of int, shape (n_streams,)
+    censored : ndarray of bool, shape (n_streams,)
+        As :func:`dgpbench.online.run_times` returns them.
+    """
+    rng = np.random.default_rng(seed)
+    return run_times(detector, lambda: pool[rng.integers(len(pool))], n_streams, max_steps)
+
+
+def shift_delays(
+    detector: Any,
+    clean_pool: np.ndarray,
+    shifted_pool: np.ndarray,
+    change_point: int,
+    n_streams: int,
+    max_after: int,
+    seed: int,
+) -> np.ndarray:
+    """Detection delays of streams that switch from clean to shifted rows at a change point.
+
+    Parameters
+    ----------
+    detector : OnlineMMDDetector or OnlineCVMDetector
+        A fitted detector.
+    clean_pool, shifted_pool : ndarray of shape (n_pool, n_features)
+        Rows drawn (with replacement) before and after the change.
+    change_point : int
+        Clean rows before the change (0: shifted from the first row).
+    n_streams : int
+        Streams to run.
+    max_after : int
+        Shifted rows fed at most; a stream without an alarm by then is a miss.
+    seed : int
+        Seed of the draws (one generator, the streams one after the other).
+
+    Returns
+    -------
+    ndarray of float, shape (n_streams,)
+        :func:`dgpbench.online.detection_delay` per stream: 1 or more is a delay, 0 or
+        less a false alarm before the change, NaN a miss.
+    """
+    rng = np.random.default_rng(seed)
+    delays = np.empty(n_streams)
+    for k in range(n_streams):
+        clean = clean_pool[rng.integers(len(clean_pool), size=change_point)]
+        shifted = shifted_pool[rng.integers(len(shifted_pool), size=max_after)]
+        delay = detection_delay(detector, clean, shifted)
+        delays[k] = np.nan if delay is None else delay
+    return delays
+
+
+def stream_records(
+    features: Mapping[str, np.ndarray],
+    *,
+    detectors: Sequence[str],
+    erts: Sequence[int],
+    shifts: Sequence[str],
+    n_ref: int,
+    window_size: int,
+    n_streams: int,
+    n_shift_streams: int,
+    change_point: int | None = None,
+    max_factor: float = 10.0,
+    n_bootstraps: int | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One record per stream: clean run times and shifted delays, per detector and ERT.
+
+    Parameters
+    ----------
+    features : mapping of str to ndarray
+        ``clean`` (the clean test features) and the shifted features by key (the twins of
+        the clean rows, row for row, as ``dgpbench features`` writes them).
+    detectors : sequence of str
+        Names of :data:`dgpbench.online.ONLINE_DETECTORS`.
+    erts : sequence of int
+        Expected run times to configure.
+    shifts : sequence of str
+        Keys of ``features`` to run shifted streams on.
+    n_ref : int
+        Reference rows (the rest are held out).
+    window_size : int
+        The detectors' window.
+    n_streams : int
+        Clean streams per detector and ERT.
+    n_shift_streams : int
+        Shifted streams per detector, ERT and shift.
+    change_point : int or None, default=None
+        Clean rows before the change; None: ``window_size`` (the window is full of clean
+        rows when the shift starts, and no alarm is possible before).
+    max_factor : float, default=10.0
+        Clean streams stop at ``max_factor * ert`` steps (censored), shifted ones after
+        ``max_factor * ert`` shifted rows (a miss).
+    n_bootstraps : int or None, default=None
+        Simulated streams of the threshold configuration (None: the detector's default).
+    seed : int, default=0
+        Seed of the split, the configuration and the streams.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``detector``, ``ert``, ``shift`` (``none`` for clean streams), ``stream``,
+        ``value`` (run time or delay; NaN for a miss), ``censored`` (a clean stream without
+        an alarm, or a shifted stream without one: a miss), ``false_alarm`` (an alarm before
+        the change), ``n_ref``, ``window_size``, ``change_point``, ``n_features``.
+
+    Raises
+    ------
+    ValueError
+        If a name, a key or a size does not fit.
+    """
+    if "clean" not in features:
+        raise ValueError("the features hold no 'clean' array")
+    clean = np.asarray(features["clean"], dtype=np.float64)
+    unknown = [d for d in detectors if d not in ONLINE_DETECTORS]
+    if unknown:
+        raise ValueError(f"unknown online detector(s) {unknown}; known: {sorted(ONLINE_DETECTORS)}")
+    missing = [s for s in shifts if s not in features or s == "clean"]
+    if missing:
+        have = sorted(k for k in features if k not in ("clean", "classes"))
+        raise ValueError(f"the features hold no shifted set(s) {missing}; they hold {have}")
+    for key in shifts:
+        if np.shape(features[key]) != clean.shape:
+            raise ValueError(
+                f"shifted set {key} has shape {np.shape(features[key])}, the clean set "
+                f"{clean.shape}: a shifted row must be the twin of the clean row"
+            )
+    if not erts or min(erts) < 1 or n_streams < 1 or n_shift_streams < 0:
+        raise ValueError("erts, n_streams must be positive and n_shift_streams 0 or more")
+    change_point = window_size if change_point is None else change_point
+    if change_point < 0:
+        raise ValueError(f"change_point must be 0 or more, got {change_point}")
+    ref_idx, held_idx = split_reference(len(clean), n_ref, seed)
+    ref, pool = clean[ref_idx], clean[held_idx]
+    rows = []
+    # One independent seed per use: (detector, ERT) -> configuration, clean streams, shifts.
+    children = iter(np.random.SeedSequence(seed).spawn(len(detectors) * len(erts)))
+    for name in detectors:
+        for ert in erts:
+            seeds = [int(s.generate_state(1)[0]) for s in next(children).spawn(2 + len(shifts))]
+            params = {"ert": ert, "window_size": window_size, "random_state": seeds[0]}
+            if n_bootstraps is not None:
+                params["n_bootstraps"] = n_bootstraps
+            det = ONLINE_DETECTORS[name](**params).fit(ref)
+            limit = max(1, int(np.ceil(max_factor * ert)))
+            times, cens = clean_run_times(det, pool, n_streams, limit, seeds[1])
+            rows += [
+                (name, ert, "none", k, float(t), bool(c), False)
+                for k, (t, c) in enumerate(zip(times, cens, strict=True))
+            ]
+            for key, key_seed in zip(shifts, seeds[2:], strict=True):
+                shifted = np.asarray(features[key], dtype=np.float64)[held_idx]
+                delays = shift_delays(
+                    det, pool, shifted, change_point, n_shift_streams, limit, key_seed
+                )
+                rows += [
+                    (name, ert, key, k, float(d), bool(np.isnan(d)), bool(d <= 0))
+                    for k, d in enumerate(delays)
+                ]
+    out = pd.DataFrame(
+        rows,
+        columns=["detector", "ert", "shift", "stream", "value", "censored", "false_alarm"],
+    )
+    return out.assign(
+        n_ref=n_ref, window_size=window_size, change_point=change_point, n_features=clean.shape[1]
+    )

@@ -1,0 +1,180 @@
+"""Streams drawn from a features file: the split, clean run times, shifted delays, the summary."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dgpbench.cli.main import main
+from dgpbench.online import OnlineCVMDetector, OnlineMMDDetector, mean_run_time_interval
+from dgpbench.online.stream_report import plot_streams, stream_markdown, summarise_streams
+from dgpbench.online.streams import clean_run_times, shift_delays, split_reference, stream_records
+
+SMALL = {"window_size": 5, "n_bootstraps": 1000}
+
+
+@pytest.fixture(scope="module")
+def features():
+    rng = np.random.default_rng(0)
+    clean = rng.normal(size=(400, 3))
+    return {"clean": clean, "GN_6": clean + 3.0, "PD_6": clean * 1.05, "classes": np.arange(3)}
+
+
+def test_split_is_disjoint_complete_and_seeded():
+    ref, held = split_reference(50, 30, seed=1)
+    assert len(ref) == 30 and len(held) == 20
+    assert sorted(np.concatenate([ref, held]).tolist()) == list(range(50))
+    again = split_reference(50, 30, seed=1)
+    assert np.array_equal(ref, again[0]) and np.array_equal(held, again[1])
+    assert not np.array_equal(ref, split_reference(50, 30, seed=2)[0])
+
+
+@pytest.mark.parametrize("n_ref", [0, 50, 60])
+def test_split_refuses_a_reference_leaving_no_held_out_rows(n_ref):
+    with pytest.raises(ValueError, match="n_ref"):
+        split_reference(50, n_ref, seed=0)
+
+
+def test_clean_run_times_are_seeded_and_capped(features):
+    det = OnlineCVMDetector(ert=20, random_state=0, **SMALL).fit(features["clean"][:200])
+    pool = features["clean"][200:]
+    times, censored = clean_run_times(det, pool, 15, 10_000, seed=3)
+    again, _ = clean_run_times(det, pool, 15, 10_000, seed=3)
+    assert np.array_equal(times, again) and not censored.any()
+    capped, censored = clean_run_times(det, pool, 15, 8, seed=3)
+    # The first step that can alarm is the window's last: run time 1 there, 4 at t = 8.
+    assert (capped <= 4).all() and censored.sum() >= 10
+
+
+def test_shift_delays_after_a_large_shift_are_short_and_past_the_change(features):
+    det = OnlineMMDDetector(ert=200, random_state=0, **SMALL).fit(features["clean"][:200])
+    pool = features["clean"][200:]
+    delays = shift_delays(
+        det, pool, pool + 5.0, change_point=5, n_streams=10, max_after=500, seed=0
+    )
+    assert ((delays >= 1) & (delays <= 5)).all()
+
+
+def test_shift_delays_mark_a_miss_as_nan_and_an_early_alarm_as_non_positive(features):
+    det = OnlineMMDDetector(ert=10, random_state=0, **SMALL).fit(features["clean"][:200])
+    pool = features["clean"][200:]
+    # No shift and 1 shifted row: most streams miss; a long clean prefix: early alarms.
+    miss = shift_delays(det, pool, pool, change_point=5, n_streams=20, max_after=1, seed=0)
+    assert np.isnan(miss).sum() >= 15
+    early = shift_delays(det, pool, pool, change_point=300, n_streams=10, max_after=5, seed=0)
+    assert (early <= 0).sum() >= 8
+
+
+def test_stream_records_have_one_row_per_stream(features):
+    rec = stream_records(features, detectors=["cvm_online", "mmd_online"], erts=[10, 30],
+                         shifts=["GN_6", "PD_6"], n_ref=200, n_streams=6, n_shift_streams=4,
+                         seed=0, **SMALL)  # fmt: skip
+    assert len(rec) == 2 * 2 * (6 + 2 * 4)
+    counts = rec.groupby(["detector", "ert", "shift"]).size()
+    assert (
+        counts.xs("none", level="shift").eq(6).all()
+        and counts.drop("none", level="shift").eq(4).all()
+    )
+    assert set(rec["change_point"]) == {5} and set(rec["n_features"]) == {3}
+    gn = rec[rec["shift"] == "GN_6"]
+    # A 3-sigma shift: detected before the window turns over (ERT 10: a rare early alarm).
+    assert gn.loc[~gn["false_alarm"], "value"].between(1, 5).all()
+    assert (gn["value"] <= 0).equals(gn["false_alarm"])
+    again = stream_records(features, detectors=["cvm_online", "mmd_online"], erts=[10, 30],
+                           shifts=["GN_6", "PD_6"], n_ref=200, n_streams=6, n_shift_streams=4,
+                           seed=0, **SMALL)  # fmt: skip
+    pd.testing.assert_frame_equal(rec, again)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"shifts": ["GB_6"]}, "GB_6"),
+        ({"detectors": ["ks_online"]}, "ks_online"),
+        ({"n_ref": 400}, "n_ref"),
+        ({"erts": []}, "erts"),
+    ],
+)
+def test_stream_records_refuse_bad_arguments_naming_them(features, change, message):
+    kwargs = {"detectors": ["cvm_online"], "erts": [10], "shifts": ["GN_6"], "n_ref": 200,
+              "window_size": 5, "n_streams": 2, "n_shift_streams": 1, **change}  # fmt: skip
+    with pytest.raises(ValueError, match=message):
+        stream_records(features, **kwargs)
+
+
+def test_stream_records_refuse_a_shifted_set_that_is_not_the_clean_sets_twin(features):
+    bad = {**features, "GN_6": features["clean"][:100]}
+    with pytest.raises(ValueError, match="twin"):
+        stream_records(bad, detectors=["cvm_online"], erts=[10], shifts=["GN_6"], n_ref=200,
+                       window_size=5, n_streams=2, n_shift_streams=1)  # fmt: skip
+
+
+def test_measured_mean_run_time_interval_contains_the_ert(features):
+    rec = stream_records(features, detectors=["mmd_online"], erts=[20], shifts=[], n_ref=200,
+                         n_streams=60, n_shift_streams=0, seed=0, **SMALL)  # fmt: skip
+    row = summarise_streams(rec).iloc[0]
+    assert row["quantity"] == "run_time" and row["n_censored"] == 0
+    assert row["low"] <= 20 <= row["high"] and row["ert_in_interval"]
+
+
+def _records():
+    none = dict(detector="cvm_online", ert=20, shift="none", censored=False, false_alarm=False)
+    rows = [dict(none, value=v, model=m) for m, v in [("a", 10.0), ("a", 30.0), ("b", 25.0)]]
+    shift = dict(detector="cvm_online", ert=20, shift="GN_6", model="a")
+    rows += [dict(shift, value=v, censored=False, false_alarm=False) for v in (2.0, 4.0, 6.0)]
+    rows += [dict(shift, value=-3.0, censored=False, false_alarm=True),
+             dict(shift, value=np.nan, censored=True, false_alarm=False)]  # fmt: skip
+    return pd.DataFrame(rows).assign(dataset="digits", method="dgp")
+
+
+def test_summary_intervals_and_what_the_delay_leaves_out():
+    summary = summarise_streams(_records())
+    clean, shifted = summary.iloc[0], summary.iloc[1]
+    assert clean["shift"] == "none" and clean["n_models"] == 2
+    low, high = mean_run_time_interval([10, 30, 25])
+    assert clean["mean"] == pytest.approx(65 / 3)
+    assert (clean["low"], clean["high"]) == pytest.approx((low, high))
+    assert shifted["mean"] == 4.0 and shifted["n_streams"] == 5
+    assert shifted["n_false_alarms"] == 1 and shifted["n_censored"] == 1
+    # t interval of (2, 4, 6): 4 +- t_{0.975, 2} * 2 / sqrt(3)
+    assert shifted["high"] - 4.0 == pytest.approx(4.302653 * 2 / np.sqrt(3), rel=1e-5)
+
+
+def test_summary_refuses_records_without_the_stream_columns():
+    with pytest.raises(ValueError, match="value"):
+        summarise_streams(_records().drop(columns="value"))
+
+
+def test_markdown_and_figure(tmp_path):
+    summary = summarise_streams(_records())
+    text = stream_markdown(summary)
+    assert "| digits" in text and "21.7 [" in text and "4.0 [" in text
+    paths = plot_streams(summary, tmp_path / "fig")
+    assert [p.name for p in paths] == ["fig.png", "fig.pdf"] and all(
+        p.stat().st_size for p in paths
+    )
+
+
+def test_stream_commands_write_records_table_and_figure(features, tmp_path):
+    np.savez(tmp_path / "f.npz", **features)
+    out = tmp_path / "r.csv"
+    args = ["stream", "--features", str(tmp_path / "f.npz"), "--detectors", "cvm_online",
+            "--erts", "10", "--shifts", "GN_6", "--n-ref", "200", "--window-size", "5",
+            "--n-streams", "3", "--n-shift-streams", "2", "--n-bootstraps", "500",
+            "--tag", "dataset=toy", "--tag", "method=dgp", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    rec = pd.read_csv(out)
+    assert list(rec.columns[:2]) == ["dataset", "method"] and len(rec) == 5
+    assert main(["stream-report", str(out), "--out-dir", str(tmp_path / "rep")]) == 0
+    names = sorted(p.name for p in (tmp_path / "rep").iterdir())
+    assert names == ["stream_delays.pdf", "stream_delays.png", "stream_summary.csv",
+                     "stream_summary.md"]  # fmt: skip
+
+
+def test_stream_command_refuses_an_unknown_shift_with_status_2(features, tmp_path, capsys):
+    np.savez(tmp_path / "f.npz", **features)
+    args = ["stream", "--features", str(tmp_path / "f.npz"), "--shifts", "ZO_6",
+            "--out", str(tmp_path / "r.csv")]  # fmt: skip
+    assert main(args) == 2
+    assert "ZO_6" in capsys.readouterr().err and not (tmp_path / "r.csv").exists()

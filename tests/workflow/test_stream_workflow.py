@@ -1,0 +1,74 @@
+"""The `stream` target: off the default run, refused when it names what the grid lacks, and a
+tiny digits version (ERT 20, a few streams) end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from _workflow import CORES, REPO, snakemake, tiny_config
+
+TINY_STREAM = {
+    "methods": ["softmax", "dgp"],
+    "detectors": ["cvm_online"],
+    "erts": [20],
+    "n_ref": 150,
+    "window_size": 5,
+    "n_streams": 10,
+    "n_shift_streams": 5,
+    "n_bootstraps": 500,
+}
+
+
+def _snakemake(workdir: Path, config: dict, *args: str, timeout: float = 300):
+    return snakemake(workdir, config, *args, cores=CORES, profile="local", timeout=timeout)
+
+
+def test_default_run_has_no_stream_job(tmp_path):
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    proc = _snakemake(tmp_path, config, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "stream_run" not in out and "stream-report" not in out
+
+
+def test_stream_target_dry_runs_with_its_options(tmp_path):
+    proc = _snakemake(tmp_path, tiny_config(stream=TINY_STREAM), "stream", "-n", "-p")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "--shifts GN_6 PD_6" in out and "--erts 20" in out and "--n-bootstraps 500" in out
+    assert "stream/digits/h16-l2-s0/dgp.csv" in out and "stream_summary.md" in out
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"corruptions": ["GB"]}, "stream.corruptions"), ({"intensity": 3}, "stream.intensity")],
+)
+def test_stream_target_refuses_what_the_grid_lacks(tmp_path, change, message):
+    proc = _snakemake(tmp_path, tiny_config(stream={**TINY_STREAM, **change}), "stream", "-n")
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_stream_target_end_to_end_on_tiny_digits(tmp_path):
+    proc = _snakemake(tmp_path, tiny_config(stream=TINY_STREAM), "stream", timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    out = tmp_path / "results" / "stream"
+    summary = pd.read_csv(out / "stream_summary.csv")
+    assert set(summary["method"]) == {"softmax", "dgp"}
+    assert set(summary["shift"]) == {"none", "GN_6", "PD_6"}
+    clean = summary[summary["shift"] == "none"]
+    assert (clean["n_streams"] == 10).all() and (clean["quantity"] == "run_time").all()
+    assert (summary.loc[summary["shift"] != "none", "n_streams"] == 5).all()
+    assert "| digits" in (out / "stream_summary.md").read_text()
+    assert (out / "stream_delays.png").stat().st_size > 0
+
+
+def test_shipped_stream_config_is_valid_over_the_paper_grid():
+    from dgpbench.cli.config import schema_error
+
+    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config.update(yaml.safe_load((REPO / "config" / "stream.yaml").read_text()))
+    assert schema_error(config, REPO / "workflow" / "schemas" / "config.schema.yaml") is None
