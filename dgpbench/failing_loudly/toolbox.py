@@ -109,12 +109,9 @@ def dimension_of(test: str) -> str:
     >>> dimension_of("cvm"), dimension_of("energy")
     ('univariate', 'multivariate')
     """
-    from dgpbench.detectors import DETECTORS
-    from dgpbench.detectors.per_feature import PerFeatureShiftDetector
+    from dgpbench.detectors.batch import is_per_feature
 
-    if test not in DETECTORS:
-        raise ValueError(f"unknown test {test!r}; choose from {list(DETECTORS)}")
-    if test in _UNIVARIATE or issubclass(DETECTORS[test], PerFeatureShiftDetector):
+    if is_per_feature(test) or test in _UNIVARIATE:  # refuses an unknown test by name
         return "univariate"
     return "multivariate"
 
@@ -374,10 +371,10 @@ def per_feature_batch(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decisions of a per-feature test on many draws at once.
 
-    The ``c`` draws' columns side by side (``(n, c * d)``) go through the detector once:
-    its per-feature p-values are functions of each column alone, so they equal the
-    detector's draw by draw; :func:`dgpbench.detectors.ks_test.apply_correction` then
-    corrects each draw's ``d`` p-values and decides, as the detector does.
+    The per-feature p-values of every draw in one call
+    (:func:`dgpbench.detectors.batch.per_feature_pvalues`: equal to the detector's draw by
+    draw), then :func:`dgpbench.detectors.ks_test.apply_correction` corrects each draw's
+    ``d`` p-values and decides, as the detector does.
 
     Parameters
     ----------
@@ -408,19 +405,12 @@ def per_feature_batch(
     >>> per_feature_batch("cvm", ref, x)[0].tolist()
     [True, True, True]
     """
-    import warnings
-
+    from dgpbench.detectors.batch import per_feature_pvalues
     from dgpbench.detectors.ks_test import apply_correction
 
     if n_classes is not None:
         ref, x = indicators(ref, n_classes), indicators(x, n_classes)
-    c, d = ref.shape[0], ref.shape[-1]
-    if x.shape[0] != c or x.shape[-1] != d:
-        raise ValueError(f"draws of shapes {ref.shape} and {x.shape} do not pair")
-    side = lambda a: np.moveaxis(np.asarray(a), 0, 1).reshape(a.shape[1], c * d)  # noqa: E731
-    det = make_detector(test, alpha=alpha, correction=correction, **params)
-    with warnings.catch_warnings():  # constant pixels: p = 1, as the detector warns per draw
-        warnings.simplefilter("ignore", UserWarning)
-        p_val = np.asarray(det.fit(side(ref)).test(side(x)).p_val, dtype=np.float64)
-    rejected, _, p_adj = apply_correction(p_val.reshape(c, d), alpha, correction)
+    own = {k: v for k, v in params.items() if k not in GRID_PARAMS}
+    p_val = per_feature_pvalues(test, ref, x, **own)
+    rejected, _, p_adj = apply_correction(p_val, alpha, correction)
     return rejected, p_adj.min(axis=-1)
