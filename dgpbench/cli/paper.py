@@ -464,13 +464,18 @@ def _aggregate(args: argparse.Namespace) -> None:
     records = pd.concat(frames, ignore_index=True)
     sources = pd.Series(np.repeat(paths, [len(f) for f in frames]))
     _check_counted_once(records, sources)
+    _add_model_fields(records)
+    write_csv(args.out, records, float_format="%.6g")
+    log.info("%d records from %d files -> %s", len(records), len(frames), args.out)
+
+
+def _add_model_fields(records: pd.DataFrame) -> None:
+    """The model id's fields (kind, hidden, layers, seed) as columns, in place."""
     if "model" in records:
         ids = records["model"].astype(str)
         parts = {m: parse_model_id(m) for m in ids.unique()}
         for field in ModelId._fields:
             records[field] = ids.map({m: getattr(p, field) for m, p in parts.items()})
-    write_csv(args.out, records, float_format="%.6g")
-    log.info("%d records from %d files -> %s", len(records), len(frames), args.out)
 
 
 def _read_records(path: str) -> pd.DataFrame:
@@ -515,6 +520,9 @@ def _tests_power(args: argparse.Namespace) -> None:
         frames.append(rec.assign(test=rec["test"].astype(str)) if "test" in rec else
                       rec.assign(test="ks"))  # fmt: skip
     records = pd.concat(frames, ignore_index=True)
+    sources = pd.Series(np.repeat(args.records, [len(f) for f in frames]))
+    _check_counted_once(records, sources)
+    _add_model_fields(records)  # the aggregate has them, single record files do not
     power_table(records, args.out_dir, args.pool_deltas, alpha=args.alpha)
     log.info("table_tests_power -> %s", args.out_dir)
 
