@@ -19,6 +19,7 @@ include: "workflow/rules/images.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/detect.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/tests_power.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/stream.smk"
 
@@ -30,6 +31,7 @@ rule all:
         rules.figures.output,
         rules.compare.output,
         rules.compare_paper.output,
+        rules.tests_power.output if PROTOCOL_TESTS else [],
 
 
 rule analysis:

@@ -230,7 +230,7 @@ def check_config(config: Mapping[str, Any]) -> None:
 def check_failing_loudly(section: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` naming the key if the ``failing_loudly`` section contradicts itself.
 
-    Checks: every shift of ``top_n`` is a known shift; protocol ``rabanser`` uses m = n
+    Checks: every method names a registered test; every shift of ``top_n`` is a known shift; protocol ``rabanser`` uses m = n
     reference rows for MMD (``mmd.multivariate_ref`` null or ``n``).
 
     Parameters
@@ -243,8 +243,14 @@ def check_failing_loudly(section: Mapping[str, Any]) -> None:
     ValueError
         Naming the key and the reason.
     """
+    from dgpbench.failing_loudly.grid import parse_method
     from dgpbench.shifts import SHIFTS
 
+    for method in section["methods"]:
+        try:
+            parse_method(method)
+        except ValueError as exc:
+            raise ValueError(f"config key failing_loudly.methods: {exc}") from None
     unknown = sorted(set(section["top_n"]) - set(SHIFTS))
     if unknown:
         raise ValueError(f"config key failing_loudly.top_n: unknown shifts {unknown}")

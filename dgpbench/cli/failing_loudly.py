@@ -393,9 +393,11 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
         "--correction",
         default="bonferroni",
         choices=["bonferroni", "fdr", "none"],
-        help="multiple-testing correction over the features (KS)",
+        help="multiple-testing correction over the features (KS and the per-feature tests)",
     )
-    p.add_argument("--n-permutations", type=_positive_int, default=1000, help="MMD permutations")
+    p.add_argument(
+        "--n-permutations", type=_positive_int, default=1000, help="permutations (MMD, energy, ...)"
+    )
     p.add_argument(
         "--multivariate-ref",
         type=_ref_size,
@@ -494,10 +496,16 @@ def _detect(args: argparse.Namespace) -> None:
             params.update(zero_counts="uniform", n_classes=n_classes)
         elif method.test == "classif":
             params["alternative"] = "two-sided"
-    if method.test == "ks":
-        params["correction"] = None if args.correction == "none" else args.correction
-    elif method.test == "mmd":
+    # Every test gets the grid-wide settings its detector takes (the toolbox drops the rest).
+    params["correction"] = None if args.correction == "none" else args.correction
+    if method.test != "ks":
         params["n_permutations"] = args.n_permutations
+    if method.test == "fisher" and feats["unseen"].shape[1] == 1:
+        # Hard labels (bbsdh): Fisher's exact test per class indicator.
+        n_classes = int(feats["n_classes"]) if "n_classes" in feats else -1
+        if n_classes < 2:
+            raise ValueError(f"{args.features} records no number of classes")
+        params["n_classes"] = n_classes
     image_shape = tuple(int(s) for s in feats["image_shape"]) if method.test == "classif" else None
     runs = [
         RunPools(feats["unseen"][rows], _Pools(feats, r, not args.no_calibration))

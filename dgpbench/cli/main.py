@@ -91,6 +91,7 @@ COMMAND_MODULES: dict[str, str] = {
             "detect",
             "aggregate",
             "tables",
+            "tests-power",
             "figures",
             "compare",
         )

@@ -362,6 +362,15 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
         choices=["bonferroni", "fdr", "none"],
         help="multiple-testing correction over the features",
     )
+    p.add_argument(
+        "--test",
+        default="ks",
+        help="two-sample test, a registered name (ks: the paper's; cvm, ad: per feature with "
+        "--correction; energy, ...: multivariate); other than ks, records gain a test column",
+    )
+    p.add_argument(
+        "--n-permutations", type=_positive_int, default=None, help="permutations (energy, ...)"
+    )
     p.add_argument("--no-calibration", action="store_true", help="skip the delta = 0 draws")
     p.add_argument(
         "--labels", default=None, help="clean image set (.npz, its y_test) for the KO label shift"
@@ -405,6 +414,10 @@ def _detect(args: argparse.Namespace) -> None:
         "alpha": args.alpha,
         "correction": None if args.correction == "none" else args.correction,
     }
+    if args.test != "ks":
+        if args.knockout_intensities:
+            raise ValueError("--knockout-intensities runs the KS test only: leave --test out")
+        common.update(test=args.test, n_permutations=args.n_permutations)
     frames = []
     bar = Progress(len(feats) + (not args.no_calibration), "detect", unit="set")
     start = time.perf_counter()
@@ -432,6 +445,8 @@ def _detect(args: argparse.Namespace) -> None:
         frames.append(rec.assign(corruption=LABEL_SHIFT_CODE))
     records = pd.concat(frames, ignore_index=True)
     records["n_features"] = clean.shape[1]  # d, to Bonferroni-adjust min_p afterwards
+    if args.test != "ks":
+        records["test"] = args.test
     front = ["corruption", "intensity"]
     records = records[front + [c for c in records.columns if c not in front]]
     for i, (key, value) in enumerate(_parse_tags(args.tag).items()):
@@ -476,13 +491,18 @@ def _aggregate(args: argparse.Namespace) -> None:
     records = pd.concat(frames, ignore_index=True)
     sources = pd.Series(np.repeat(paths, [len(f) for f in frames]))
     _check_counted_once(records, sources)
+    _add_model_fields(records)
+    write_csv(args.out, records, float_format="%.6g")
+    log.info("%d records from %d files -> %s", len(records), len(frames), args.out)
+
+
+def _add_model_fields(records: pd.DataFrame) -> None:
+    """The model id's fields (kind, hidden, layers, seed) as columns, in place."""
     if "model" in records:
         ids = records["model"].astype(str)
         parts = {m: parse_model_id(m) for m in ids.unique()}
         for field in ModelId._fields:
             records[field] = ids.map({m: getattr(p, field) for m, p in parts.items()})
-    write_csv(args.out, records, float_format="%.6g")
-    log.info("%d records from %d files -> %s", len(records), len(frames), args.out)
 
 
 def _read_records(path: str) -> pd.DataFrame:
@@ -501,6 +521,37 @@ def _pool_deltas_arg(p: argparse.ArgumentParser) -> None:
         default=None,
         help="corrupted fractions pooled in a cell (default: every delta in the records)",
     )
+
+
+def _tests_power_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--records", nargs="+", required=True,
+        help="record CSVs of the tests (without a test column: KS's, e.g. the aggregate)",
+    )  # fmt: skip
+    _pool_deltas_arg(p)
+    p.add_argument("--alpha", type=_significance, default=0.05, help="the records' level")
+    p.add_argument("--out-dir", required=True, help="folder of table_tests_power.*")
+
+
+def _tests_power(args: argparse.Namespace) -> None:
+    import os
+
+    from dgpbench.paper.power_by_test import power_table
+
+    real = [os.path.realpath(r) for r in args.records]
+    if len(set(real)) != len(real):
+        raise ValueError(f"a records file is given twice in {args.records}")
+    frames = []
+    for path in args.records:
+        rec = _read_records(path)
+        frames.append(rec.assign(test=rec["test"].astype(str)) if "test" in rec else
+                      rec.assign(test="ks"))  # fmt: skip
+    records = pd.concat(frames, ignore_index=True)
+    sources = pd.Series(np.repeat(args.records, [len(f) for f in frames]))
+    _check_counted_once(records, sources)
+    _add_model_fields(records)  # the aggregate has them, single record files do not
+    power_table(records, args.out_dir, args.pool_deltas, alpha=args.alpha)
+    log.info("table_tests_power -> %s", args.out_dir)
 
 
 def _tables_args(p: argparse.ArgumentParser) -> None:
@@ -659,6 +710,11 @@ SUBCOMMANDS.update(
             "Write the paper's tables (CSV, Markdown, LaTeX, HTML).",
             _tables_args,
             _tables,
+        ),
+        "tests-power": (
+            "Write table_tests_power: each test's power and level on the same draws.",
+            _tests_power_args,
+            _tests_power,
         ),
         "figures": ("Write the detection-ratio figures (PNG, PDF).", _figures_args, _figures),
         "compare": (

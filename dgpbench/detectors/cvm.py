@@ -4,11 +4,15 @@ The statistic and p-value of each feature are ``scipy.stats.cramervonmises_2samp
 its default ``method="auto"`` (Anderson 1962; the exact null distribution of Xiao et al. 2006
 when both samples have at most 20 values, the asymptotic one of Csörgő and Faraway 1996
 otherwise), in one call over all features (SciPy's implementation is batched along an axis);
-the exact p-value, a function of the statistic alone, is computed once per distinct value.
+the exact null distribution, which depends on the sample sizes alone, is computed once per
+pair of sizes (SciPy's recursion of Xiao et al. 2006, which SciPy reruns per statistic) and
+every exact p-value read off it.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -21,6 +25,54 @@ __all__ = ["EXACT_MAX_N", "CvMShiftDetector", "cvm_pvalues"]
 
 #: ``cramervonmises_2samp(method="auto")`` is exact when neither sample is larger.
 EXACT_MAX_N = 20
+
+
+@functools.lru_cache(maxsize=32)
+def _exact_null(m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact null distribution of Xiao et al.'s (2006) integer statistic for sizes m, n.
+
+    Sorted distinct values ``zeta`` and ``tail[k] = #{splits with value >= zeta[k]}`` (plus
+    a 0 past the end). SciPy's ``_pval_cvm_2samp_exact`` runs the same lattice-path recursion
+    once per statistic; here it runs once per (m, n) and every p-value is a look-up.
+    A path from (0, 0) to (n, m) (u steps along n, v along m) accumulates ``(a v - b u)^2``
+    at every point it visits, ``a = lcm / m``, ``b = lcm / n``.
+    """
+    lcm = math.lcm(m, n)
+    a, b = lcm // m, lcm // n
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    # column[v]: (values, counts) of the paths that reach (u - 1, v)
+    column = [(np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64))] + [empty] * m
+    for u in range(n + 1):
+        nxt = []
+        left = empty
+        for v in range(m + 1):
+            values = np.concatenate([left[0], column[v][0]])
+            counts = np.concatenate([left[1], column[v][1]])
+            values, where = np.unique(values, return_inverse=True)
+            summed = np.zeros(len(values), dtype=np.int64)
+            np.add.at(summed, where.reshape(-1), counts)
+            left = (values + (a * v - b * u) ** 2, summed)
+            nxt.append(left)
+        column = nxt
+    values, counts = column[m]
+    tail = np.concatenate([np.cumsum(counts[::-1])[::-1], [0]])
+    return values, tail
+
+
+def _exact_pvalues(X_ref: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``cramervonmises_2samp(..., method="exact").pvalue`` of every column, one look-up each."""
+    from scipy.stats import rankdata
+
+    m, n = X_ref.shape[0], X.shape[0]
+    z = np.concatenate([np.sort(X_ref, axis=0), np.sort(X, axis=0)], axis=0)
+    r = rankdata(z, method="average", axis=0).astype(np.float64)  # midranks, as SciPy
+    u = m * ((r[:m] - np.arange(1, m + 1)[:, None]) ** 2).sum(axis=0)
+    u += n * ((r[m:] - np.arange(1, n + 1)[:, None]) ** 2).sum(axis=0)
+    lcm, mn = math.lcm(m, n), m * n
+    # SciPy's zeta of U (floor division of floats, as its code computes it)
+    zeta = lcm**2 * (m + n) * (6 * u - mn * (4 * mn - 1)) // (6 * mn**2)
+    values, tail = _exact_null(m, n)
+    return tail[np.searchsorted(values, zeta, side="left")] / math.comb(m + n, m)
 
 
 def cvm_pvalues(X_ref: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -52,11 +104,7 @@ def cvm_pvalues(X_ref: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarra
     statistic = np.atleast_1d(np.asarray(res.statistic, dtype=np.float64)).copy()
     p_val = np.atleast_1d(np.asarray(res.pvalue, dtype=np.float64)).copy()
     if max(len(X_ref), len(X)) <= EXACT_MAX_N:  # SciPy's switch in method="auto"
-        # The exact p-value depends on the statistic alone (a function of the integer U):
-        # compute it once per distinct statistic, on a column that has it.
-        _, first, inverse = np.unique(statistic, return_index=True, return_inverse=True)
-        exact = cramervonmises_2samp(X_ref[:, first], X[:, first], axis=0, method="exact")
-        p_val = np.atleast_1d(np.asarray(exact.pvalue, dtype=np.float64))[inverse.reshape(-1)]
+        p_val = _exact_pvalues(X_ref, X)
     # A feature constant in both samples (one value): SciPy's exact path reads its all-tied
     # statistic against the no-ties distribution (p < 1); no evidence either way is p = 1.
     constant = (X_ref == X_ref[:1]).all(axis=0) & (X == X_ref[:1]).all(axis=0)

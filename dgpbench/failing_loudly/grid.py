@@ -48,7 +48,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dgpbench.failing_loudly.toolbox import TESTS, decide, ks_batch
+from dgpbench.failing_loudly.toolbox import (
+    decide,
+    dimension_of,
+    grid_tests,
+    ks_batch,
+    per_feature_batch,
+)
 from dgpbench.progress import Progress
 from dgpbench.shifts import SHIFTS
 
@@ -76,6 +82,7 @@ NS_UNIVARIATE: tuple[int, ...] = (10, 20, 50, 100, 200, 500, 1000, 10000)
 NS_MULTIVARIATE: tuple[int, ...] = (10, 20, 50, 100, 200, 500, 1000)
 """Theirs for the multivariate test (MMD)."""
 MULTIVARIATE_TESTS: frozenset[str] = frozenset({"mmd"})
+"""Rabanser et al.'s multivariate test; any registered test's side: :attr:`Method.dimension`."""
 CALIBRATION = "none"
 """The shift name of the calibration cells (fraction 0)."""
 
@@ -98,25 +105,34 @@ class Method:
 
     @property
     def dimension(self) -> str:
-        """``multivariate`` for MMD, else ``univariate`` (Rabanser et al.'s split)."""
-        return "multivariate" if self.test in MULTIVARIATE_TESTS else "univariate"
+        """``multivariate`` for MMD, energy, ..., else ``univariate`` (Rabanser et al.'s split,
+        :func:`~dgpbench.failing_loudly.toolbox.dimension_of`).
+        """
+        if self.test in MULTIVARIATE_TESTS:
+            return "multivariate"
+        return dimension_of(self.test)
 
 
 def parse_method(spec: str) -> Method:
     """``"pca+mmd"`` -> ``Method("pca", "mmd")``; ``"classif"`` is the domain classifier.
 
+    The test is any registered one (:func:`~dgpbench.failing_loudly.toolbox.grid_tests`):
+    ``pca+cvm``, ``bbsds+ad``, ``uae+energy``, ``bbsdh+fisher``, ...
+
     Examples
     --------
     >>> parse_method("bbsdh+chi2").name, parse_method("classif").representation
     ('bbsdh+chi2', 'classif')
+    >>> parse_method("uae+energy").dimension
+    'multivariate'
     """
     if spec == "classif":
         return Method("classif", "classif")
     rep, sep, test = spec.partition("+")
-    if not sep or not rep or test not in TESTS or test == "classif":
+    tests = [t for t in grid_tests() if t != "classif"]
+    if not sep or not rep or test not in tests:
         raise ValueError(
-            f"method {spec!r} must be 'representation+test' with test in "
-            f"{[t for t in TESTS if t != 'classif']}, or 'classif'"
+            f"method {spec!r} must be 'representation+test' with test in {tests}, or 'classif'"
         )
     return Method(rep, test)
 
@@ -311,19 +327,21 @@ def run_cell(
     """
     n_draws, n = indices.test.shape
     ref_rows = indices.reference[:, :n_ref]
-    if method.test == "ks" and n_ref == n:
+    if n_ref == n and _batched(method.test):
         rejected = np.empty(n_draws, dtype=bool)
         p_value = np.empty(n_draws)
-        d = f_ref.shape[1]
+        d = f_ref.shape[1] * (int(params.get("n_classes") or 1) if f_ref.shape[1] == 1 else 1)
         chunk = max(1, _MAX_CHUNK_ELEMENTS // (2 * n * d))
         for s in range(0, n_draws, chunk):
             sl = slice(s, s + chunk)
-            rejected[sl], p_value[sl] = ks_batch(
-                f_ref[ref_rows[sl]],
-                f_test[indices.test[sl]],
-                alpha=params.get("alpha", 0.05),
-                correction=params.get("correction", "bonferroni"),
-            )
+            ref, test = f_ref[ref_rows[sl]], f_test[indices.test[sl]]
+            if method.test == "ks":
+                rejected[sl], p_value[sl] = ks_batch(
+                    ref, test, alpha=params.get("alpha", 0.05),
+                    correction=params.get("correction", "bonferroni"),
+                )  # fmt: skip
+            else:
+                rejected[sl], p_value[sl] = per_feature_batch(method.test, ref, test, **params)
         return rejected, p_value
     rejected = np.empty(n_draws, dtype=bool)
     p_value = np.empty(n_draws)
@@ -336,6 +354,15 @@ def run_cell(
             method.test, ref, test, random_state=int(indices.random_state[i]), **params
         )
     return rejected, p_value
+
+
+def _batched(test: str) -> bool:
+    """Whether a cell's draws of ``test`` run in one call: KS and the per-feature tests."""
+    if test == "ks":
+        return True
+    if test in ("chi2", "classif") or dimension_of(test) != "univariate":
+        return False
+    return True
 
 
 def zero_count_draws(

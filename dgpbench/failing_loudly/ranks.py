@@ -4,8 +4,9 @@ Methods (table rows: ``bbsds+ks [cnn]``, ...) are ranked over *blocks*: a block 
 (shift class, fraction, n) cell of one data set, or of every data set (``pooled``); a
 method's value in a block is its detection accuracy there (over runs and draws). Per scope
 (a data set, or pooled) and test dimension (univariate: KS, chi-squared, the domain
-classifier; multivariate: MMD, whose sample sizes differ), with the methods run in every
-block of that scope:
+classifier and the other per-feature tests, Cramér-von Mises, Anderson-Darling, Fisher's;
+multivariate: MMD, energy and the other multivariate tests, whose sample sizes differ), with
+the methods run in every block of that scope:
 
 1. Friedman's test (``scipy.stats.friedmanchisquare``) of "all methods rank alike";
 2. mean ranks (1 = most accurate; ties share the mean of their ranks);

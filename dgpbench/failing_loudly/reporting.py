@@ -308,7 +308,8 @@ def accuracy_figure(records: pd.DataFrame, dataset: str, stem: str | os.PathLike
     ns = [n for n in FIGURE_NS if n in ns_run]
     if len(ns) < 2:
         ns = sorted({ns_run[0], ns_run[len(ns_run) // 2], ns_run[-1]})
-    family = {"ks": 0, "chi2": 1, "classif": 2, "mmd": 3}
+    family = {"ks": 0, "cvm": 1, "ad": 2, "chi2": 3, "fisher": 4, "classif": 5, "mmd": 6,
+              "energy": 7}  # fmt: skip
     order = (
         rates.groupby(["test", "row"])["rate"].mean().reset_index()
         .assign(f=lambda d: d["test"].map(family).fillna(9))

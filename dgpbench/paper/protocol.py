@@ -11,6 +11,14 @@ sample size ``n`` and corrupted ratio ``delta``:
 
 ``delta = 0`` is the calibration run: the false detection rate of the test.
 
+Other tests. ``test=`` swaps KS for another registered test
+(:data:`dgpbench.detectors.DETECTORS`) on the same draws: a per-feature one (``cvm``,
+``ad``) with the same correction, its draws batched as KS's (the detector's per-feature
+p-values of many draws' columns side by side, :func:`dgpbench.detectors.batch.per_feature_pvalues`),
+or a multivariate one (``energy``, ...) draw by draw, its permutations seeded from
+``SeedSequence([seed, "PRTT", n, delta_key, i])`` (paired across methods as the indices are).
+``test="ks"`` is the paper's protocol, unchanged.
+
 Random streams (pairing). The indices of draw ``i`` come from
 ``default_rng(SeedSequence([seed, _STREAM_TAG, n, delta_key, i]))`` with
 ``delta_key = round(delta * 1e6)``: they depend on the seed, ``n``, ``delta`` and the draw number
@@ -37,6 +45,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from dgpbench._validation import as_float_array, check_int
+from dgpbench.detectors.batch import draw_decision, is_per_feature, per_feature_pvalues
 from dgpbench.detectors.ks_test import (
     CORRECTIONS,
     apply_correction,
@@ -68,6 +77,7 @@ DELTAS: tuple[float, ...] = (0.25, 0.5, 1.0)
 # Separates the protocol's random streams from any other SeedSequence([seed, ...]) in the
 # project (e.g. corruption noise drawn with the same data seed). ASCII "PROT".
 _STREAM_TAG = 0x50524F54
+_TEST_TAG = 0x50525454  # ASCII "PRTT": the seeds of stochastic tests (permutations)
 # Upper bound on pooled (reference + test) elements per batched KS evaluation: ~50 MB peak.
 _MAX_CHUNK_ELEMENTS = 1_000_000
 
@@ -199,6 +209,8 @@ def bootstrap_detection(
     seed: int = 112,
     alpha: float = 0.05,
     correction: str | None = "bonferroni",
+    test: str = "ks",
+    n_permutations: int | None = None,
 ) -> pd.DataFrame:
     """Run the paper's bootstrap shift-detection protocol on precomputed features.
 
@@ -221,14 +233,22 @@ def bootstrap_detection(
     alpha : float, default=0.05
         Significance level, in (0, 1).
     correction : {"bonferroni", "fdr"} or None, default="bonferroni"
-        Multiple-test correction, as in :class:`dgpbench.detectors.ks.KSShiftDetector`.
+        Multiple-test correction, as in :class:`dgpbench.detectors.ks.KSShiftDetector`
+        (per-feature tests only).
+    test : str, default="ks"
+        The two-sample test, a name of :data:`dgpbench.detectors.DETECTORS`: ``ks`` (the
+        paper's), ``cvm``, ``ad`` (per feature, with ``correction``), ``energy`` or another
+        multivariate test (draw by draw).
+    n_permutations : int, optional
+        Permutations of a test that takes them (``energy``, ``mmd``); None: its default.
 
     Returns
     -------
     pandas.DataFrame
         One row per draw, ordered by ``ns``, then ``deltas``, then draw, with columns
         ``n`` (int64), ``delta`` (float64), ``draw`` (int64), ``rejected`` (bool) and
-        ``min_p`` (float64, the smallest raw per-feature KS p-value of the draw).
+        ``min_p`` (float64, the smallest raw per-feature p-value of the draw; a
+        multivariate test's p-value).
 
     Raises
     ------
@@ -268,6 +288,9 @@ def bootstrap_detection(
     alpha = _check_alpha(alpha)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    per_feature = test == "ks" or is_per_feature(test)  # refuses an unknown test by name
+    if n_permutations is not None:
+        n_permutations = check_int(n_permutations, "n_permutations", minimum=1)
     if F_corr is not None:
         F_corr = as_float_array(F_corr, "F_corr", ndim=2)
         if F_corr.shape != F_clean.shape:
@@ -283,7 +306,15 @@ def bootstrap_detection(
     for n in ns:
         for delta in deltas:
             idx = draw_indices(F_clean.shape[0], n, delta, n_draws=n_draws, seed=seed)
-            rejected, min_p = _run_draws(F_clean, F_corr, idx, alpha, correction)
+            if test == "ks":
+                rejected, min_p = _run_draws(F_clean, F_corr, idx, alpha, correction)
+            elif per_feature:
+                rejected, min_p = _run_draws(F_clean, F_corr, idx, alpha, correction, test)
+            else:
+                states = _test_seeds(seed, n, delta, n_draws)
+                rejected, min_p = _run_multivariate(
+                    F_clean, F_corr, idx, test, alpha, states, n_permutations
+                )
             frames.append(_draw_records(rejected, min_p, n=n, delta=delta))
             logger.debug(
                 "n=%d delta=%g: %d/%d draws rejected", n, delta, int(rejected.sum()), n_draws
@@ -299,6 +330,8 @@ def calibration(
     seed: int = 112,
     alpha: float = 0.05,
     correction: str | None = "bonferroni",
+    test: str = "ks",
+    n_permutations: int | None = None,
 ) -> pd.DataFrame:
     """False detection rate run: the protocol with ``delta = 0`` (clean vs clean batches).
 
@@ -318,6 +351,10 @@ def calibration(
         Significance level.
     correction : {"bonferroni", "fdr"} or None, default="bonferroni"
         Multiple-test correction.
+    test : str, default="ks"
+        The two-sample test (see :func:`bootstrap_detection`).
+    n_permutations : int, optional
+        Permutations of a test that takes them.
 
     Returns
     -------
@@ -340,6 +377,8 @@ def calibration(
         seed=seed,
         alpha=alpha,
         correction=correction,
+        test=test,
+        n_permutations=n_permutations,
     )
 
 
@@ -365,8 +404,9 @@ def _run_draws(
     idx: DrawIndices,
     alpha: float,
     correction: str | None,
+    test: str = "ks",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """KS decisions and raw min p-values of all draws, batching many draws per KS evaluation."""
+    """Per-feature decisions and raw min p-values of all draws, many draws per evaluation."""
     n_draws, n = idx.test.shape
     d = F_clean.shape[1]
     chunk = max(1, _MAX_CHUNK_ELEMENTS // (2 * n * d))
@@ -374,15 +414,52 @@ def _run_draws(
     min_p = np.empty(n_draws, dtype=np.float64)
     for start in range(0, n_draws, chunk):
         s = slice(start, start + chunk)
-        test = F_clean[idx.test[s]]  # (c, n, d); fancy indexing copies, F_clean is untouched
+        batch = F_clean[idx.test[s]]  # (c, n, d); fancy indexing copies, F_clean is untouched
         mask = idx.corrupted[s]
         if mask.any():
-            test[mask] = F_corr[idx.test[s][mask]]
+            batch[mask] = F_corr[idx.test[s][mask]]
         ref = F_clean[idx.reference[s]]
-        p_val = ks_pvalues(ref, test)  # (c, d)
+        if test == "ks":
+            p_val = ks_pvalues(ref, batch)  # (c, d)
+        else:
+            p_val = per_feature_pvalues(test, ref, batch)
         rejected[s], _, _ = apply_correction(p_val, alpha, correction)
         min_p[s] = p_val.min(axis=-1)
     return rejected, min_p
+
+
+def _test_seeds(seed: int, n: int, delta: float, n_draws: int) -> list[int]:
+    """The permutation seed of every draw: paired across methods, apart from the indices."""
+    return [
+        int(np.random.SeedSequence([seed, _TEST_TAG, n, _delta_key(delta), i])
+            .generate_state(1, dtype=np.uint32)[0])
+        for i in range(n_draws)
+    ]  # fmt: skip
+
+
+def _run_multivariate(
+    F_clean: np.ndarray,
+    F_corr: np.ndarray | None,
+    idx: DrawIndices,
+    test: str,
+    alpha: float,
+    states: Sequence[int],
+    n_permutations: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A multivariate test's decisions and p-values, draw by draw."""
+    n_draws = idx.test.shape[0]
+    rejected = np.empty(n_draws, dtype=bool)
+    p_value = np.empty(n_draws, dtype=np.float64)
+    params = {} if n_permutations is None else {"n_permutations": n_permutations}
+    for i in range(n_draws):
+        batch = F_clean[idx.test[i]]
+        mask = idx.corrupted[i]
+        if mask.any():
+            batch[mask] = F_corr[idx.test[i][mask]]
+        rejected[i], p_value[i] = draw_decision(
+            test, F_clean[idx.reference[i]], batch, alpha=alpha, random_state=states[i], **params
+        )
+    return rejected, p_value
 
 
 def wilson_interval(

@@ -232,3 +232,15 @@ def test_report_names_a_binary_file_and_says_how_to_add_tags(tmp_path, capsys):
     err = capsys.readouterr().err
     assert str(untagged) in err and "--tag dataset=" in err and "--tag kind=" in err
     assert "expected `dgpbench fl-detect` output" not in err
+
+
+def test_detect_runs_registered_tests_beside_ks_with_their_dimension(tmp_path):
+    _ko_features(tmp_path)
+    for method, dimension in [("noredu+cvm", "univariate"), ("noredu+energy", "multivariate")]:
+        out = tmp_path / f"{method}.csv"
+        assert main(["fl-detect", "--features", str(tmp_path / "f.npz"), "--method", method,
+                     "--ns", "10", "--draws", "2", "--n-permutations", "19",
+                     "--out", str(out)]) == 0  # fmt: skip
+        rec = pd.read_csv(out)
+        assert set(rec["dimension"]) == {dimension} and set(rec["method"]) == {method}
+        assert len(rec) == 2 * 4 * 2 and rec["p_value"].between(0, 1).all()

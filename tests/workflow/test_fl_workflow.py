@@ -51,7 +51,8 @@ def test_failing_loudly_config_makes_it_the_default_target(tmp_path):
 
 @pytest.mark.slow
 def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
-    methods = ["noredu+ks", "dgp+ks", "classif", "pca+mmd"]
+    methods = ["noredu+ks", "dgp+ks", "classif", "pca+mmd", "noredu+cvm", "bbsdh+fisher",
+               "pca+energy"]  # fmt: skip
     config = tiny_config(models={"kind": "mlp", "hidden": [16], "layers": [2], "seeds": [0],
                                  "activation": "relu"})  # fmt: skip
     config["failing_loudly"] = {
@@ -82,6 +83,11 @@ def test_a_tiny_grid_runs_and_writes_tables_figure_and_summary(tmp_path):
                  "fl_table1b_pooled.md", "fl_table2a_intensity.md",
                  "fl_table2b_fraction.md"):  # fmt: skip
         assert (out / "tables" / name).stat().st_size > 0
+    ranks = (out / "tables" / "fl_ranks.md").read_text()
+    assert "noredu+cvm" in ranks and "bbsdh+fisher" in ranks  # ranked with the others
+    energy = records[records["method"] == "pca+energy"]
+    assert set(energy["dimension"]) == {"multivariate"} and set(energy["n_ref"]) == {50}
+    assert "pca+energy" in (out / "tables" / "fl_table1a_accuracy.md").read_text()
     assert (out / "figures" / "fl_accuracy_vs_n_digits.png").stat().st_size > 0
     again = _snakemake(tmp_path, "failing_loudly", "--cores", str(CORES), "-n")
     assert "Nothing to be done" in again.stdout + again.stderr  # resumable: all done

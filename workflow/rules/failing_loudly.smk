@@ -278,4 +278,4 @@ wildcard_constraints:
     shift="[a-z_+]+",
     flmodel=f"none|{MODEL_ID_PATTERN}",
     representation="[a-z_]+",
-    flmethod=r"classif|[a-z_]+\+(?:ks|mmd|chi2)",
+    flmethod=r"classif|[a-z_]+\+[a-z0-9_]+",

@@ -1,5 +1,6 @@
 # Configuration and helpers of Failing loudly's grid (failing_loudly.smk's rules).
 # Nothing here runs a job.
+from dgpbench.failing_loudly.grid import parse_method
 from dgpbench.failing_loudly.toolbox import MODEL_FREE
 from dgpbench.cli.config import check_failing_loudly
 from dgpbench.shifts.adversarial import max_epsilon_for
@@ -63,5 +64,5 @@ def fl_multivariate_ref():
 def fl_ns(method):
     if method == "classif":
         return FL["ns_classif"]
-    test = method.partition("+")[2]
-    return FL["ns_multivariate"] if test == "mmd" else FL["ns_univariate"]
+    multivariate = parse_method(method).dimension == "multivariate"
+    return FL["ns_multivariate"] if multivariate else FL["ns_univariate"]

@@ -1,0 +1,40 @@
+"""protocol.tests: the paper's protocol with other two-sample tests and table_tests_power."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from _workflow import CORES, config_problem, snakemake, tiny_config
+
+
+def _config(**protocol):
+    config = tiny_config(methods=["dgp"])
+    config["protocol"] = {**config["protocol"], **protocol}
+    return config
+
+
+def test_an_unknown_or_label_test_is_refused_naming_the_key(tmp_path):
+    for bad in (["ks", "ttest"], ["chi2"]):
+        proc = snakemake(tmp_path, _config(tests=bad), "tests_power", "-n")
+        assert proc.returncode != 0
+        assert "protocol.tests" in proc.stdout + proc.stderr
+
+
+def test_the_default_runs_no_test_but_ks(tmp_path):
+    assert config_problem(tmp_path, tiny_config()) is None
+    proc = snakemake(tmp_path, tiny_config(), "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "detect_test" not in proc.stdout and "tests_power" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_tests_power_table_ranks_the_tests_on_the_same_draws(tmp_path):
+    config = _config(tests=["ks", "cvm", "energy"], test_methods=["dgp"], n_permutations=49)
+    proc = snakemake(tmp_path, config, "tests_power", cores=CORES, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "results" / "tables" / "table_tests_power.csv")
+    assert set(table["Test"]) == {"KS", "CvM", "Energy"}
+    assert set(table["Batch"]) == {"n = 10", "n = 50", "clean (level)"}
+    assert table["ratio_pct"].between(0, 100).all()
+    md = (tmp_path / "results" / "tables" / "table_tests_power.md").read_text()
+    assert "CvM" in md and "clean (level)" in md
