@@ -161,8 +161,8 @@ def check_config(config: Mapping[str, Any]) -> None:
     of ``protocol.deltas``; every ``models.user.<name>.dataset`` is one of ``datasets``;
     ``analysis.early_stopping.max_burn_in`` is below ``analysis.training.epochs``;
     ``analysis.np_variance.figure_layers`` and ``figure_hidden`` select a model of the
-    analysis grid; ``models.resnet_blocks`` names as many stages as ``models.resnet_channels``.
-    A check whose keys the configuration lacks is skipped.
+    analysis grid; ``models.resnet_blocks`` names as many stages as ``models.resnet_channels``;
+    ``protocol.tests`` names registered tests that take features. A check whose keys the configuration lacks is skipped.
 
     Parameters
     ----------
@@ -209,6 +209,15 @@ def check_config(config: Mapping[str, Any]) -> None:
     bad = [d for d in protocol["deltas"] if not 0 < d <= 1]
     if bad:
         problems.append(f"protocol.deltas {bad} must lie in (0, 1]")
+    if protocol.get("tests") is not None:
+        from dgpbench.detectors.registry import DETECTORS
+
+        usable = sorted(set(DETECTORS) - {"chi2", "classif"})  # these two do not test features
+        unknown = sorted(set(protocol["tests"]) - {"ks", *usable})
+        if unknown:
+            problems.append(
+                f"config key protocol.tests: {unknown} cannot test features; choose from {usable}"
+            )
     # ablation data sets outside `datasets` are skipped; ablation methods all run
     for kind, key, names in (
         (
@@ -230,8 +239,9 @@ def check_config(config: Mapping[str, Any]) -> None:
 def check_failing_loudly(section: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` naming the key if the ``failing_loudly`` section contradicts itself.
 
-    Checks: every method names a registered test; every shift of ``top_n`` is a known shift; protocol ``rabanser`` uses m = n
-    reference rows for MMD (``mmd.multivariate_ref`` null or ``n``).
+    Checks: every method names a registered test; every shift of ``top_n`` is a known shift;
+    protocol ``rabanser`` uses m = n reference rows for MMD (``mmd.multivariate_ref`` null or
+    ``n``).
 
     Parameters
     ----------

@@ -15,9 +15,8 @@ def _config(**protocol):
 
 def test_an_unknown_or_label_test_is_refused_naming_the_key(tmp_path):
     for bad in (["ks", "ttest"], ["chi2"]):
-        proc = snakemake(tmp_path, _config(tests=bad), "tests_power", "-n")
-        assert proc.returncode != 0
-        assert "protocol.tests" in proc.stdout + proc.stderr
+        problem = config_problem(tmp_path, _config(tests=bad), "tests_power")
+        assert problem is not None and "protocol.tests" in problem
 
 
 def test_the_default_runs_no_test_but_ks(tmp_path):
