@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,20 @@ def config_problem(workdir: Path, config: dict, *args: str) -> str | None:
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     argv = ["--snakefile", str(SNAKEFILE), "--directory", str(workdir), "--cores", "1", *args]
     return workflow_config_error(argv, workdir)
+
+
+def write_tiny_cifar(root: Path, n_per_batch: int = 20, seed: int = 0) -> None:
+    """A python-batch CIFAR-10 root (``root/cifar-10-batches-py``) of random 3x32x32 images,
+    ``n_per_batch`` in each of the five training batches and the test batch."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for name in [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]:
+        entry = {
+            "data": rng.integers(0, 256, size=(n_per_batch, 3072), dtype=np.uint8),
+            "labels": np.tile(np.arange(10), n_per_batch // 10).tolist(),
+        }
+        with (folder / name).open("wb") as fh:
+            pickle.dump(entry, fh)

@@ -1,35 +1,24 @@
 """The ResNet family in the workflow: a CIFAR-shaped (3x32x32) tiny grid trains a ResNet with
-`train_resnet`, attacks it with FGSM and reads its softmax and its head (DGP)."""
+`train_resnet`, attacks it with FGSM and reads its softmax and its head (DGP); its steps read
+the files the steps before them wrote, whatever their size."""
 
 from __future__ import annotations
 
-import pickle
-
-import numpy as np
 import pandas as pd
 import pytest
-from _workflow import REPO, config_problem, snakemake, tiny_config
+from _workflow import REPO, config_problem, snakemake, tiny_config, write_tiny_cifar
 
+from dgpbench.failing_loudly.files import declared_bytes
 from dgpbench.models.checkpoints import load_checkpoint
-
-
-def _write_tiny_cifar(root, n_per_batch=20, seed=0):
-    """A python-batch CIFAR-10 root with ``n_per_batch`` random 3x32x32 images per batch."""
-    rng = np.random.default_rng(seed)
-    folder = root / "cifar-10-batches-py"
-    folder.mkdir(parents=True)
-    for name in [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]:
-        entry = {
-            "data": rng.integers(0, 256, size=(n_per_batch, 3072), dtype=np.uint8),
-            "labels": np.tile(np.arange(10), n_per_batch // 10).tolist(),
-        }
-        with (folder / name).open("wb") as fh:
-            pickle.dump(entry, fh)
+from dgpbench.npz import MAX_INPUT_BYTES_ENV
 
 
 @pytest.mark.slow
-def test_a_cifar_shaped_grid_trains_attacks_and_reads_a_resnet(tmp_path):
-    _write_tiny_cifar(tmp_path / "data", n_per_batch=40)  # 160 training images: 5 batches
+def test_a_cifar_shaped_grid_trains_attacks_and_reads_a_resnet(tmp_path, monkeypatch):
+    write_tiny_cifar(tmp_path / "data", n_per_batch=40)  # 160 training images: 5 batches
+    # The 1 GiB input limit scaled down to the tiny grid: its pools and NoRed's (float64)
+    # features pass 200 kB as the full grid's pass 1 GiB, and are read all the same.
+    monkeypatch.setenv(MAX_INPUT_BYTES_ENV, "200000")
     config = tiny_config(
         datasets=["cifar10"],
         data_root=str(tmp_path / "data"),
@@ -40,7 +29,7 @@ def test_a_cifar_shaped_grid_trains_attacks_and_reads_a_resnet(tmp_path):
     config["failing_loudly"] = {
         "shifts": ["adversarial_shift"],
         "fractions": [1.0],
-        "methods": ["bbsds+ks", "dgp+ks"],
+        "methods": ["bbsds+ks", "dgp+ks", "noredu+ks"],
         "images": {"n_fit": 20, "n_ref_pool": 15, "n_test_pool": 20, "seed": 1},
         "ns_univariate": [10],
         "runs": 1,
@@ -48,7 +37,8 @@ def test_a_cifar_shaped_grid_trains_attacks_and_reads_a_resnet(tmp_path):
         "adversarial": {"n_epsilons": 5},
     }
     targets = [
-        f"results/fl/records/cifar10/resnet-h8-l2-s0/{m}.csv" for m in ("bbsds+ks", "dgp+ks")
+        *(f"results/fl/records/cifar10/resnet-h8-l2-s0/{m}.csv" for m in ("bbsds+ks", "dgp+ks")),
+        "results/fl/records/cifar10/none/noredu+ks.csv",
     ]
     proc = snakemake(tmp_path / "run", config, *targets, cores=1)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -60,6 +50,8 @@ def test_a_cifar_shaped_grid_trains_attacks_and_reads_a_resnet(tmp_path):
     for target in targets:
         records = pd.read_csv(tmp_path / "run" / target)
         assert set(records["shift"]) == {"none", "adversarial_shift"}
+    features = tmp_path / "run/results/fl/features/cifar10/none/noredu.npz"
+    assert declared_bytes(features) > 200000  # the limit was in force, and raised
 
 
 def test_resnet_blocks_must_match_its_stages(tmp_path):
