@@ -49,7 +49,7 @@ def _public_api() -> list[str]:
 
 def test_public_api_is_found():
     names = _public_api()
-    assert "dgpbench.detectors.ks.KSShiftDetector.predict" in names
+    assert "dgpbench.detectors.base.BatchDecisionMixin.predict" in names
     assert "dgpbench.saved.files.load_detector" in names
 
 

@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ShiftTestResult", "check_min_samples", "drift_meta", "package_version"]
+__all__ = [
+    "BatchDecisionMixin",
+    "ShiftTestResult",
+    "check_min_samples",
+    "drift_meta",
+    "package_version",
+]
 
 
 def package_version() -> str:
@@ -178,3 +184,41 @@ class ReferenceState:
         except (ValueError, TypeError) as exc:
             raise StateError(f"its reference sample {key} is invalid: {exc}") from exc
         return self
+
+
+class BatchDecisionMixin:
+    """``predict`` and ``p_value`` of a batch detector, both read off its ``test(X)``."""
+
+    def predict(self, X: Any) -> bool:
+        """Return ``True`` if the batch ``X`` is flagged as shifted.
+
+        Parameters
+        ----------
+        X : array-like
+            Test batch, as :meth:`test` takes it.
+
+        Returns
+        -------
+        bool
+            One decision for the whole batch (not one per sample).
+        """
+        return self.test(X).is_drift  # type: ignore[attr-defined]
+
+    def p_value(self, X: Any) -> float:
+        """Return the batch-level p-value of ``X`` against the reference.
+
+        For the per-feature tests it is the smallest corrected p-value; with Bonferroni or no
+        correction, ``predict(X)`` equals ``p_value(X) < alpha`` up to rounding at the boundary
+        (``predict`` compares the raw p-values with ``alpha / d``, as the paper does).
+
+        Parameters
+        ----------
+        X : array-like
+            Test batch, as :meth:`test` takes it.
+
+        Returns
+        -------
+        float
+            In [0, 1].
+        """
+        return self.test(X).p_value  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
 from dgpbench.detectors.base import (
+    BatchDecisionMixin,
     ReferenceState,
     ShiftTestResult,
     check_min_samples,
@@ -141,7 +142,7 @@ def _label_column(est: BaseEstimator, X: Any, *, reset: bool, name: str) -> np.n
     return arr[:, 0].astype(np.int64)
 
 
-class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
+class ChiSquareShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
     """Chi-squared test of equal class frequencies in the reference and the test labels.
 
     Parameters
@@ -182,6 +183,7 @@ class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
     _parameter_constraints: dict = sklearn_constraints(CHI2_RULES)
     #: The test's name in the registry (``fit --test``).
     test_name = "chi2"
+    _reference_attribute = "y_ref_"  # hard labels, one column
 
     def __init__(self, alpha: float = 0.05) -> None:
         self.alpha = alpha
@@ -238,35 +240,3 @@ class ChiSquareShiftDetector(ReferenceState, BaseEstimator):
             version=package_version(),
             details={"dof": dof, "classes": classes.tolist(), "counts": table.tolist()},
         )
-
-    def predict(self, X: Any) -> bool:
-        """Return ``True`` if the labels ``X`` are flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, 1) or (n,)
-            Integer class labels.
-
-        Returns
-        -------
-        bool
-            One decision for the whole batch (not one per sample).
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the chi-squared p-value of ``X`` against the reference.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, 1) or (n,)
-            Integer class labels.
-
-        Returns
-        -------
-        float
-            The chi-squared test's p-value, in [0, 1].
-        """
-        return self.test(X).p_value
-
-    _reference_attribute = "y_ref_"  # hard labels, one column

@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dgpbench._compat import fit_context
 from dgpbench._device import resolve_device
 from dgpbench.detectors.base import (
+    BatchDecisionMixin,
     ReferenceState,
     ShiftTestResult,
     check_min_samples,
@@ -95,7 +96,7 @@ def _train_predict(
         return net(xe).argmax(dim=1).cpu().numpy()
 
 
-class ClassifierShiftDetector(ReferenceState, BaseEstimator):
+class ClassifierShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
     """Domain-classifier two-sample test with a binomial p-value ("Failing loudly"'s Classif).
 
     Parameters
@@ -276,33 +277,3 @@ class ClassifierShiftDetector(ReferenceState, BaseEstimator):
             version=package_version(),
             details={"n_correct": correct, "n_test": n_test, "alternative": self.alternative},
         )
-
-    def predict(self, X: Any) -> bool:
-        """Return ``True`` if the batch ``X`` is flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like, same sample shape as the reference
-            Test batch.
-
-        Returns
-        -------
-        bool
-            One decision for the whole batch (not one per sample).
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the binomial p-value of ``X`` against the reference.
-
-        Parameters
-        ----------
-        X : array-like, same sample shape as the reference
-            Test batch.
-
-        Returns
-        -------
-        float
-            The binomial test's p-value of the held-out accuracy, in [0, 1].
-        """
-        return self.test(X).p_value

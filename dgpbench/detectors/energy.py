@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
 from dgpbench.detectors.base import (
+    BatchDecisionMixin,
     ReferenceState,
     ShiftTestResult,
     check_min_samples,
@@ -101,7 +102,7 @@ def _permutation_energy(Z: np.ndarray, n: int, subsets: list) -> tuple[np.ndarra
     return 2.0 * s_xy / (n * m) - q / (n * n) - s_yy / (m * m), float(total / (N * N))
 
 
-class EnergyShiftDetector(ReferenceState, BaseEstimator):
+class EnergyShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
     """Energy-distance two-sample test with a permutation p-value (Székely and Rizzo).
 
     ``fit`` stores a clean reference batch; ``test`` computes the energy distance ``E``
@@ -255,33 +256,3 @@ class EnergyShiftDetector(ReferenceState, BaseEstimator):
                 "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
             },
         )
-
-    def predict(self, X: Any) -> bool:
-        """Return ``True`` if the batch ``X`` is flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        bool
-            One decision for the whole batch.
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the permutation p-value of ``X`` against the reference.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        float
-            The permutation p-value, in (0, 1].
-        """
-        return self.test(X).p_value

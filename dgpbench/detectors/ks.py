@@ -18,14 +18,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
-from dgpbench.detectors.base import ReferenceState
+from dgpbench.detectors.base import BatchDecisionMixin, ReferenceState
 from dgpbench.detectors.ks_test import KSTestResult, ks_test
 from dgpbench.parameters import KS_RULES, sklearn_constraints
 
 __all__ = ["KSShiftDetector"]
 
 
-class KSShiftDetector(ReferenceState, BaseEstimator):
+class KSShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
     """Per-feature two-sample KS tests with a multiple-test correction (Rabanser et al., 2019).
 
     ``fit`` stores a clean reference batch; ``test`` compares a new batch with it, one KS test
@@ -155,37 +155,3 @@ class KSShiftDetector(ReferenceState, BaseEstimator):
             self, X, reset=False, dtype=[np.float64, np.float32], ensure_min_samples=2
         )
         return ks_test(self.X_ref_, X, self.alpha, self.correction, name=type(self).__name__)
-
-    def predict(self, X: Any) -> bool:
-        """Return the batch decision: ``True`` if ``X`` is flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        bool
-            One decision for the whole batch (not one per sample).
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the smallest corrected p-value of ``X`` against the reference.
-
-        For Bonferroni and no correction, ``predict(X)`` equals ``p_value(X) < alpha`` up to
-        floating-point rounding at the boundary (``predict`` compares raw p-values with
-        ``alpha / d``, as the paper does); for ``"fdr"`` the two agree exactly.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        float
-            ``min`` of the corrected p-values, in [0, 1].
-        """
-        return self.test(X).min_p_val_adjusted

@@ -34,7 +34,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
-from dgpbench.detectors.base import ShiftTestResult, check_min_samples, package_version
+from dgpbench.detectors.base import (
+    BatchDecisionMixin,
+    ShiftTestResult,
+    check_min_samples,
+    package_version,
+)
 from dgpbench.detectors.mmd import (
     BLOCK_BYTES,
     MEDIAN_MAX_POINTS,
@@ -140,7 +145,7 @@ def lsdd_statistics(
     )
 
 
-class LSDDShiftDetector(BaseEstimator):
+class LSDDShiftDetector(BatchDecisionMixin, BaseEstimator):
     """Least-squares density difference two-sample test with a permutation p-value.
 
     ``fit`` standardises the reference, sets the bandwidth and draws the kernel centres;
@@ -360,34 +365,6 @@ class LSDDShiftDetector(BaseEstimator):
                 "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
             },
         )
-
-    def predict(self, X: Any) -> bool:
-        """Return ``True`` if the batch ``X`` is flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        bool
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the permutation p-value of ``X`` against the reference.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        float
-        """
-        return self.test(X).p_value
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The fitted state: the reference sample, the centre rows and the centres.

@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dgpbench._compat import fit_context
 from dgpbench._device import resolve_device
 from dgpbench.detectors.base import (
+    BatchDecisionMixin,
     ReferenceState,
     ShiftTestResult,
     check_min_samples,
@@ -244,7 +245,7 @@ def _check_no_constant_rows(X: np.ndarray, name: str) -> None:
         )
 
 
-class MMDShiftDetector(ReferenceState, BaseEstimator):
+class MMDShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
     """Gaussian-kernel MMD two-sample test with an exact permutation p-value.
 
     ``fit`` stores a clean reference batch; ``test`` computes the unbiased MMD^2 between it
@@ -435,33 +436,3 @@ class MMDShiftDetector(ReferenceState, BaseEstimator):
                 "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
             },
         )
-
-    def predict(self, X: Any) -> bool:
-        """Return ``True`` if the batch ``X`` is flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        bool
-            One decision for the whole batch (not one per sample).
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the permutation p-value of ``X`` against the reference.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        float
-            The permutation p-value, in (0, 1].
-        """
-        return self.test(X).p_value

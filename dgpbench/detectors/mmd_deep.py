@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
 from dgpbench._device import resolve_device
-from dgpbench.detectors.base import ShiftTestResult, package_version
+from dgpbench.detectors.base import BatchDecisionMixin, ShiftTestResult, package_version
 from dgpbench.detectors.lsdd import median_sigma_alibi
 from dgpbench.detectors.mmd import (
     BLOCK_BYTES,
@@ -111,7 +111,7 @@ class _DeepKernel:
         return (1 - eps) * k_a + eps * k_b
 
 
-class DeepKernelMMDShiftDetector(BaseEstimator):
+class DeepKernelMMDShiftDetector(BatchDecisionMixin, BaseEstimator):
     """MMD test with a learned deep kernel (MMD-D), as alibi-detect's ``LearnedKernelDrift``.
 
     ``fit`` stores the reference batch and draws the initial network; ``test`` trains the
@@ -373,34 +373,6 @@ class DeepKernelMMDShiftDetector(BaseEstimator):
                 "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
             },
         )
-
-    def predict(self, X: Any) -> bool:
-        """Return ``True`` if the batch ``X`` is flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        bool
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the permutation p-value of ``X`` against the reference.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        float
-        """
-        return self.test(X).p_value
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The fitted state: the reference sample and the initial network's parameters.

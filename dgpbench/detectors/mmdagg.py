@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
 from dgpbench.detectors.base import (
+    BatchDecisionMixin,
     ReferenceState,
     ShiftTestResult,
     check_min_samples,
@@ -183,7 +184,7 @@ def _reference_draws(
     return U
 
 
-class MMDAggShiftDetector(ReferenceState, BaseEstimator):
+class MMDAggShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
     """MMDAgg: MMD tests over a collection of kernels and bandwidths, aggregated at level alpha.
 
     ``fit`` stores a clean reference batch; ``test`` runs the reference code's aggregated
@@ -392,31 +393,3 @@ class MMDAggShiftDetector(ReferenceState, BaseEstimator):
                 "p_value_thresholds": [float(v) for v in thresholds],
             },
         )
-
-    def predict(self, X: Any) -> bool:
-        """Return ``True`` if the batch ``X`` is flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        bool
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the aggregated test's p-value (``is_drift`` iff it is at most ``alpha``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        float
-        """
-        return self.test(X).p_value

@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
-from dgpbench.detectors.base import ReferenceState, package_version
+from dgpbench.detectors.base import BatchDecisionMixin, ReferenceState, package_version
 from dgpbench.detectors.ks_test import KSTestResult, apply_correction, constant_in_both
 
 __all__ = ["FeatureTestResult", "PerFeatureShiftDetector", "warn_constant"]
@@ -69,7 +69,7 @@ def warn_constant(constant: np.ndarray, test: str) -> None:
         )
 
 
-class PerFeatureShiftDetector(ReferenceState, BaseEstimator):
+class PerFeatureShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
     """Base of the per-feature tests: fit stores the reference, test corrects and decides.
 
     Subclasses set ``_test_label`` (the name in warnings) and implement
@@ -164,33 +164,3 @@ class PerFeatureShiftDetector(ReferenceState, BaseEstimator):
             version=package_version(),
             details=details,
         )
-
-    def predict(self, X: Any) -> bool:
-        """Return the batch decision: ``True`` if ``X`` is flagged as shifted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        bool
-            One decision for the whole batch.
-        """
-        return self.test(X).is_drift
-
-    def p_value(self, X: Any) -> float:
-        """Return the smallest corrected p-value of ``X`` against the reference.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features_in_)
-            Test batch.
-
-        Returns
-        -------
-        float
-            ``min`` of the corrected p-values, in [0, 1].
-        """
-        return self.test(X).min_p_val_adjusted
