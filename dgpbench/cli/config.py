@@ -117,7 +117,7 @@ def _dataset_key(name: str) -> str:
 
 
 def _workflow_problems(config: Mapping[str, Any]) -> list[str]:
-    """Keys of the report, the users' models and the analyses that contradict others."""
+    """Keys of the report, the users' models, the streams and the analyses that contradict others."""
     problems = []
     deltas, pooled = _lookup(config, "protocol.deltas"), _lookup(config, "report.pool_deltas")
     if deltas is not None and pooled is not None:
@@ -135,6 +135,16 @@ def _workflow_problems(config: Mapping[str, Any]) -> list[str]:
                 f"config key models.user.{name}.dataset {entry['dataset']!r} is not one of "
                 f"datasets {config['datasets']}"
             )
+    stream = config.get("stream") or {}
+    for d in stream.get("datasets") or []:
+        if _dataset_key(d) not in datasets:
+            problems.append(f"config key stream.datasets: {d} is not one of datasets")
+    for c in stream.get("corruptions") or []:
+        if c not in config.get("corruptions", []):
+            problems.append(f"config key stream.corruptions: {c} is not one of corruptions")
+    intensity = stream.get("intensity")
+    if intensity is not None and intensity not in config.get("intensities", []):
+        problems.append(f"config key stream.intensity: {intensity} is not one of intensities")
     burn_in = _lookup(config, "analysis.early_stopping.max_burn_in")
     epochs = _lookup(config, "analysis.training.epochs")
     if burn_in is not None and epochs is not None and burn_in >= epochs:

@@ -8,16 +8,6 @@ ruleorder: train_cnn > train
 ruleorder: train_resnet > train
 
 
-def resnet_training(dataset):
-    """The `training` settings of a ResNet on `dataset`: models.resnet_training's over them."""
-    train = dict(config["training"])
-    own = dict(config["models"].get("resnet_training") or {})
-    epochs = own.pop("epochs", None)
-    if isinstance(epochs, dict):
-        epochs = epochs.get(dataset)
-    return {**train, **own, **({} if epochs is None else {"epochs": epochs})}
-
-
 rule train_cnn:
     """Train one CNN (per data set x head width x head layers x seed)."""
     input:

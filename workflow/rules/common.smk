@@ -202,3 +202,49 @@ wildcard_constraints:
     model=f"{MODEL_ID_PATTERN}|{USER_MODEL_ID_PATTERN}",
     method=r"[a-z_]+|[A-Za-z_][\w.]*:[A-Za-z_]\w*",
     corruption="GB|GN|PD|UN|RO|ZO|TR|SH",
+
+
+# The ResNets' training settings (cnn.smk).
+def resnet_training(dataset):
+    """The `training` settings of a ResNet on `dataset`: models.resnet_training's over them."""
+    train = dict(config["training"])
+    own = dict(config["models"].get("resnet_training") or {})
+    epochs = own.pop("epochs", None)
+    if isinstance(epochs, dict):
+        epochs = epochs.get(dataset)
+    return {**train, **own, **({} if epochs is None else {"epochs": epochs})}
+
+
+# The paper's protocol with other tests (tests_power.smk).
+# protocol.tests names registered tests that take features: cli/config.py's check_config.
+PROTOCOL_TESTS = [t for t in config["protocol"]["tests"] if t != "ks"]
+
+
+def tests_power_records():
+    """The other tests' record files: protocol.test_methods of every grid model."""
+    methods = config["protocol"]["test_methods"]
+    return [
+        f"{RESULTS}/detect_tests/{d}/{m}/{meth}/{t}.csv"
+        for d in DATASETS
+        for m in MODELS
+        for meth in methods
+        for t in PROTOCOL_TESTS
+    ]
+
+
+# The online detectors' streams (stream.smk); stream.* is checked with the other keys
+# (cli/config.py's check_config).
+ST = config["stream"]
+ST_DATASETS = [dataset_id(d) for d in ST["datasets"]] or list(DATASETS)
+ST_SHIFTS = ST["corruptions"] or list(CORRUPTIONS)
+ST_INTENSITY = ST["intensity"] if ST["intensity"] is not None else max(config["intensities"])
+
+
+def stream_records():
+    """Every per-model record file of the `stream` target."""
+    return [
+        f"{RESULTS}/stream/{d}/{m}/{meth}.csv"
+        for d in ST_DATASETS
+        for m in MODELS + [u for u, (ud, _) in USER_MODELS.items() if ud == d]
+        for meth in ST["methods"]
+    ]

@@ -1,28 +1,8 @@
 # Online detectors on streams (target `stream`, not part of `all`): for every model of the
 # grid and every stream method, the clean streams' run times per ERT and the shifted streams'
 # detection delays (`dgpbench stream`), pooled into a table and a figure
-# (`dgpbench stream-report`). The features are the `features` rule's files.
-ST = config["stream"]
-ST_DATASETS = [dataset_id(d) for d in ST["datasets"]] or list(DATASETS)
-ST_SHIFTS = ST["corruptions"] or list(CORRUPTIONS)
-ST_INTENSITY = ST["intensity"] if ST["intensity"] is not None else max(config["intensities"])
-_st_problems = [
-    f"stream.datasets: {d} is not one of datasets" for d in ST_DATASETS if d not in DATASETS
-] + [f"stream.corruptions: {c} is not one of corruptions" for c in ST_SHIFTS if c not in CORRUPTIONS]
-if ST_INTENSITY not in config["intensities"]:
-    _st_problems.append(f"stream.intensity: {ST_INTENSITY} is not one of intensities")
-if _st_problems:
-    raise ValueError("; ".join(_st_problems))
-
-
-def stream_records():
-    """Every per-model record file of the `stream` target."""
-    return [
-        f"{RESULTS}/stream/{d}/{m}/{meth}.csv"
-        for d in ST_DATASETS
-        for m in MODELS + [u for u, (ud, _) in USER_MODELS.items() if ud == d]
-        for meth in ST["methods"]
-    ]
+# (`dgpbench stream-report`). The features are the `features` rule's files. The helpers
+# (ST, stream_records) are in common.smk.
 
 
 rule stream_run:

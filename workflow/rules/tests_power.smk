@@ -2,24 +2,8 @@
 # (protocol.tests), and table_tests_power: which test gives each method the most power at
 # the same level. Nothing runs unless protocol.tests names a test besides ks.
 
-# protocol.tests names registered tests that take features: cli/config.py's check_config.
-PROTOCOL_TESTS = [t for t in config["protocol"]["tests"] if t != "ks"]
-
-
 wildcard_constraints:
     test="[a-z0-9_]+",
-
-
-def tests_power_records():
-    """The other tests' record files: protocol.test_methods of every grid model."""
-    methods = config["protocol"]["test_methods"]
-    return [
-        f"{RESULTS}/detect_tests/{d}/{m}/{meth}/{t}.csv"
-        for d in DATASETS
-        for m in MODELS
-        for meth in methods
-        for t in PROTOCOL_TESTS
-    ]
 
 
 rule detect_test:
