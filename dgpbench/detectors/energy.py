@@ -19,7 +19,6 @@ built in row blocks of at most :data:`~dgpbench.detectors.mmd.BLOCK_BYTES`.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,7 @@ from dgpbench.detectors.base import (
     check_min_samples,
     package_version,
 )
-from dgpbench.detectors.mmd import BLOCK_BYTES, _all_subsets, _subsets
+from dgpbench.detectors.mmd import BLOCK_BYTES, permutation_p_value, permutation_splits
 from dgpbench.parameters import ENERGY_RULES, sklearn_constraints
 
 __all__ = ["EnergyShiftDetector", "energy_distance"]
@@ -213,14 +212,7 @@ class EnergyShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
         Z = np.concatenate([self.X_ref_, X])
         n, N, B = len(self.X_ref_), len(Z), int(self.n_permutations)
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
-        block = max(1, min(B, BLOCK_BYTES // (8 * N)))
-        n_splits = math.comb(N, n)
-        exact = n_splits <= B
-        if exact:  # every split, the observed one first
-            subsets = list(_all_subsets(N, n, block))
-        else:  # the observed split in the first block, summed exactly as the permutations
-            subsets = list(_subsets(rng, N, n, B, block))
-            subsets[0] = np.concatenate([np.arange(n)[None, :], subsets[0]])
+        subsets, exact, n_splits = permutation_splits(rng, N, n, B)
         with np.errstate(over="ignore", invalid="ignore"):  # refused just below, with why
             stats, mean_distance = _permutation_energy(Z, n, subsets)
         if not np.isfinite(stats).all():
@@ -234,12 +226,7 @@ class EnergyShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
         # orders, so errors scale with the distances, not with E itself.
         scale = max(mean_distance, abs(obs))
         at_least = stats >= obs - 8.0 * N * np.finfo(np.float64).eps * scale
-        if exact:
-            perm = stats
-            p_val = np.count_nonzero(at_least) / n_splits
-        else:
-            perm = stats[1:]
-            p_val = np.count_nonzero(at_least) / (1.0 + B)
+        perm, p_val = permutation_p_value(stats, at_least, exact, n_splits, B)
         return ShiftTestResult(
             is_drift=bool(p_val < self.alpha),
             statistic=obs,

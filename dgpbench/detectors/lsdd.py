@@ -41,11 +41,10 @@ from dgpbench.detectors.base import (
     package_version,
 )
 from dgpbench.detectors.mmd import (
-    BLOCK_BYTES,
     MEDIAN_MAX_POINTS,
-    _all_subsets,
-    _subsets,
     _tie_tolerance,
+    permutation_p_value,
+    permutation_splits,
 )
 from dgpbench.parameters import LSDD_RULES, sklearn_constraints
 
@@ -325,14 +324,7 @@ class LSDDShiftDetector(BatchDecisionMixin, BaseEstimator):
         H = self._kernel(self.centers_, self.centers_, math.sqrt(2.0) * sigma)
         n, N, B = len(Xn_ref), len(Z), int(self.n_permutations)
         m = N - n
-        block = max(1, min(B, BLOCK_BYTES // (8 * N)))
-        n_splits = math.comb(N, n)
-        exact = n_splits <= B
-        subsets = (
-            list(_all_subsets(N, n, block))
-            if exact
-            else [np.arange(n)[None, :], *_subsets(self._rng(1), N, n, B, block)]
-        )
+        subsets, exact, n_splits = permutation_splits(self._rng(1), N, n, B)
         colsum = K.sum(axis=0)
         h = []
         for sub in subsets:
@@ -342,10 +334,7 @@ class LSDDShiftDetector(BatchDecisionMixin, BaseEstimator):
         stats, lam = lsdd_statistics(h, H, self.lambda_rd_max, h if exact else h[1:])
         obs = float(stats[0])
         at_least = stats >= obs - _tie_tolerance(N, obs)
-        if exact:
-            perm, p_val = stats, np.count_nonzero(at_least) / n_splits
-        else:
-            perm, p_val = stats[1:], np.count_nonzero(at_least) / (1.0 + B)
+        perm, p_val = permutation_p_value(stats, at_least, exact, n_splits, B)
         return ShiftTestResult(
             is_drift=bool(p_val < self.alpha),
             statistic=obs,

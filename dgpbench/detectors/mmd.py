@@ -191,6 +191,47 @@ def _tie_tolerance(N: int, observed: float) -> float:
     return 8.0 * N * np.finfo(np.float64).eps * max(1.0, abs(observed))
 
 
+def permutation_splits(
+    rng: np.random.Generator, N: int, n: int, B: int
+) -> tuple[list[np.ndarray], bool, int]:
+    """The splits of a permutation test of ``n`` reference rows among ``N`` pooled ones.
+
+    Every split, the observed one first, when there are at most ``B`` (the exact test);
+    otherwise the observed split and ``B`` random ones, the observed one in the first block so
+    that it is summed exactly as the permutations are. Blocks hold at most ``BLOCK_BYTES`` of
+    float64 rows.
+
+    Returns
+    -------
+    subsets : list of ndarray
+        Blocks of splits, each of shape ``(b, n)`` (the reference rows of each split).
+    exact : bool
+        Whether every split is listed.
+    n_splits : int
+        The number of distinct splits, ``comb(N, n)``.
+    """
+    block = max(1, min(B, BLOCK_BYTES // (8 * N)))
+    n_splits = math.comb(N, n)
+    exact = n_splits <= B
+    if exact:
+        return list(_all_subsets(N, n, block)), True, n_splits
+    subsets = list(_subsets(rng, N, n, B, block))
+    subsets[0] = np.concatenate([np.arange(n)[None, :], subsets[0]])
+    return subsets, False, n_splits
+
+
+def permutation_p_value(
+    stats: np.ndarray, at_least: np.ndarray, exact: bool, n_splits: int, B: int
+) -> tuple[np.ndarray, float]:
+    """The null statistics and the p-value of a permutation test whose ``stats[0]`` is the
+    observed split's: the share of splits at least as extreme (``at_least``), over every
+    split when ``exact``, else over the observed split and the ``B`` random ones.
+    """
+    if exact:
+        return stats, np.count_nonzero(at_least) / n_splits
+    return stats[1:], np.count_nonzero(at_least) / (1.0 + B)
+
+
 def _statistics(q, r, T, n: int, m: int):
     """``MMD^2_u`` of splits with ``q = u' K u``, ``r = u' K 1`` (K with unit diagonal)."""
     s_xx = q - n
@@ -397,14 +438,7 @@ class MMDShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
             )
         _kernel_gamma(sigma)
         n, N, B = len(self.X_ref_), len(Z), int(self.n_permutations)
-        block = max(1, min(B, BLOCK_BYTES // (8 * N)))
-        n_splits = math.comb(N, n)
-        exact = n_splits <= B
-        if exact:  # every split, the observed one first: the exact permutation p-value
-            subsets = list(_all_subsets(N, n, block))
-        else:  # the observed split in the first block, summed exactly as the permutations
-            subsets = list(_subsets(rng, N, n, B, block))
-            subsets[0] = np.concatenate([np.arange(n)[None, :], subsets[0]])
+        subsets, exact, n_splits = permutation_splits(rng, N, n, B)
         stats = _permutation_mmd2(Z, n, sigma, subsets, resolve_device(self.device))
         if not np.isfinite(stats).all():
             raise ValueError(
@@ -413,12 +447,7 @@ class MMDShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
             )
         obs = float(stats[0])
         at_least = stats >= obs - _tie_tolerance(N, obs)  # the observed split included
-        if exact:
-            perm = stats
-            p_val = np.count_nonzero(at_least) / n_splits
-        else:
-            perm = stats[1:]
-            p_val = np.count_nonzero(at_least) / (1.0 + B)
+        perm, p_val = permutation_p_value(stats, at_least, exact, n_splits, B)
         return ShiftTestResult(
             is_drift=bool(p_val < self.alpha),
             statistic=obs,

@@ -38,11 +38,10 @@ from dgpbench._device import resolve_device
 from dgpbench.detectors.base import BatchDecisionMixin, ShiftTestResult, package_version
 from dgpbench.detectors.lsdd import median_sigma_alibi
 from dgpbench.detectors.mmd import (
-    BLOCK_BYTES,
-    _all_subsets,
     _statistics,
-    _subsets,
     _tie_tolerance,
+    permutation_p_value,
+    permutation_splits,
 )
 from dgpbench.parameters import MMD_DEEP_RULES, sklearn_constraints
 
@@ -328,14 +327,7 @@ class DeepKernelMMDShiftDetector(BatchDecisionMixin, BaseEstimator):
             )
         n, N, B = len(X_te), len(Z), int(self.n_permutations)
         m = N - n
-        block = max(1, min(B, BLOCK_BYTES // (8 * N)))
-        n_splits = math.comb(N, n)
-        exact = n_splits <= B
-        if exact:
-            subsets = list(_all_subsets(N, n, block))
-        else:
-            subsets = list(_subsets(rng, N, n, B, block))
-            subsets[0] = np.concatenate([np.arange(n)[None, :], subsets[0]])
+        subsets, exact, n_splits = permutation_splits(rng, N, n, B)
         ksum = K.sum(dim=1)
         T = ksum.sum()
         stats = []
@@ -348,10 +340,7 @@ class DeepKernelMMDShiftDetector(BatchDecisionMixin, BaseEstimator):
         stats = torch.cat(stats).cpu().numpy()
         obs = float(stats[0])
         at_least = stats >= obs - _tie_tolerance(N, obs)
-        if exact:
-            perm, p_val = stats, np.count_nonzero(at_least) / n_splits
-        else:
-            perm, p_val = stats[1:], np.count_nonzero(at_least) / (1.0 + B)
+        perm, p_val = permutation_p_value(stats, at_least, exact, n_splits, B)
         return ShiftTestResult(
             is_drift=bool(p_val < self.alpha),
             statistic=obs,
