@@ -33,9 +33,8 @@ from dgpbench.detectors.base import (
     ReferenceState,
     ShiftTestResult,
     check_min_samples,
-    package_version,
 )
-from dgpbench.detectors.mmd import BLOCK_BYTES, permutation_p_value, permutation_splits
+from dgpbench.detectors.mmd import BLOCK_BYTES, permutation_result, permutation_splits
 from dgpbench.parameters import ENERGY_RULES, sklearn_constraints
 
 __all__ = ["EnergyShiftDetector", "energy_distance"]
@@ -226,20 +225,4 @@ class EnergyShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
         # orders, so errors scale with the distances, not with E itself.
         scale = max(mean_distance, abs(obs))
         at_least = stats >= obs - 8.0 * N * np.finfo(np.float64).eps * scale
-        perm, p_val = permutation_p_value(stats, at_least, exact, n_splits, B)
-        return ShiftTestResult(
-            is_drift=bool(p_val < self.alpha),
-            statistic=obs,
-            p_val=float(p_val),
-            threshold=float(self.alpha),
-            alpha=float(self.alpha),
-            n_ref=n,
-            n=N - n,
-            name=type(self).__name__,
-            version=package_version(),
-            details={
-                "n_permutations": n_splits if exact else B,
-                "exact": exact,
-                "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
-            },
-        )
+        return permutation_result(self, stats, at_least, exact, n_splits, n, N - n, {})

@@ -38,12 +38,11 @@ from dgpbench.detectors.base import (
     BatchDecisionMixin,
     ShiftTestResult,
     check_min_samples,
-    package_version,
 )
 from dgpbench.detectors.mmd import (
     MEDIAN_MAX_POINTS,
     _tie_tolerance,
-    permutation_p_value,
+    permutation_result,
     permutation_splits,
 )
 from dgpbench.parameters import LSDD_RULES, sklearn_constraints
@@ -334,25 +333,13 @@ class LSDDShiftDetector(BatchDecisionMixin, BaseEstimator):
         stats, lam = lsdd_statistics(h, H, self.lambda_rd_max, h if exact else h[1:])
         obs = float(stats[0])
         at_least = stats >= obs - _tie_tolerance(N, obs)
-        perm, p_val = permutation_p_value(stats, at_least, exact, n_splits, B)
-        return ShiftTestResult(
-            is_drift=bool(p_val < self.alpha),
-            statistic=obs,
-            p_val=float(p_val),
-            threshold=float(self.alpha),
-            alpha=float(self.alpha),
-            n_ref=len(self.X_ref_),
-            n=m,
-            name=type(self).__name__,
-            version=package_version(),
-            details={
-                "bandwidth": float(sigma),
-                "lambda": float(lam),
-                "n_kernel_centers": len(self.centers_),
-                "n_permutations": n_splits if exact else B,
-                "exact": exact,
-                "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
-            },
+        settings = {
+            "bandwidth": float(sigma),
+            "lambda": float(lam),
+            "n_kernel_centers": len(self.centers_),
+        }
+        return permutation_result(
+            self, stats, at_least, exact, n_splits, len(self.X_ref_), m, settings
         )
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -220,16 +220,45 @@ def permutation_splits(
     return subsets, False, n_splits
 
 
-def permutation_p_value(
-    stats: np.ndarray, at_least: np.ndarray, exact: bool, n_splits: int, B: int
-) -> tuple[np.ndarray, float]:
-    """The null statistics and the p-value of a permutation test whose ``stats[0]`` is the
-    observed split's: the share of splits at least as extreme (``at_least``), over every
-    split when ``exact``, else over the observed split and the ``B`` random ones.
+def permutation_result(
+    detector: Any,
+    stats: np.ndarray,
+    at_least: np.ndarray,
+    exact: bool,
+    n_splits: int,
+    n_ref: int,
+    n: int,
+    details: dict[str, Any],
+) -> ShiftTestResult:
+    """The record of a permutation test whose ``stats[0]`` is the observed split's.
+
+    The p-value is the share of splits at least as extreme (``at_least``): over every split
+    when ``exact``, else over the observed split and the ``detector.n_permutations`` random
+    ones. ``details`` (the test's own settings) come first, then the permutations, ``exact``
+    and the null's ``1 - alpha`` quantile.
     """
+    B = int(detector.n_permutations)
     if exact:
-        return stats, np.count_nonzero(at_least) / n_splits
-    return stats[1:], np.count_nonzero(at_least) / (1.0 + B)
+        perm, p_val = stats, np.count_nonzero(at_least) / n_splits
+    else:
+        perm, p_val = stats[1:], np.count_nonzero(at_least) / (1.0 + B)
+    return ShiftTestResult(
+        is_drift=bool(p_val < detector.alpha),
+        statistic=float(stats[0]),
+        p_val=float(p_val),
+        threshold=float(detector.alpha),
+        alpha=float(detector.alpha),
+        n_ref=n_ref,
+        n=n,
+        name=type(detector).__name__,
+        version=package_version(),
+        details={
+            **details,
+            "n_permutations": n_splits if exact else B,
+            "exact": exact,
+            "distance_threshold": float(np.quantile(perm, 1.0 - detector.alpha)),
+        },
+    )
 
 
 def _statistics(q, r, T, n: int, m: int):
@@ -447,21 +476,6 @@ class MMDShiftDetector(BatchDecisionMixin, ReferenceState, BaseEstimator):
             )
         obs = float(stats[0])
         at_least = stats >= obs - _tie_tolerance(N, obs)  # the observed split included
-        perm, p_val = permutation_p_value(stats, at_least, exact, n_splits, B)
-        return ShiftTestResult(
-            is_drift=bool(p_val < self.alpha),
-            statistic=obs,
-            p_val=float(p_val),
-            threshold=float(self.alpha),
-            alpha=float(self.alpha),
-            n_ref=n,
-            n=N - n,
-            name=type(self).__name__,
-            version=package_version(),
-            details={
-                "bandwidth": sigma,
-                "n_permutations": n_splits if exact else B,
-                "exact": exact,
-                "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
-            },
+        return permutation_result(
+            self, stats, at_least, exact, n_splits, n, N - n, {"bandwidth": sigma}
         )

@@ -35,12 +35,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
 from dgpbench._device import resolve_device
-from dgpbench.detectors.base import BatchDecisionMixin, ShiftTestResult, package_version
+from dgpbench.detectors.base import BatchDecisionMixin, ShiftTestResult
 from dgpbench.detectors.lsdd import median_sigma_alibi
 from dgpbench.detectors.mmd import (
     _statistics,
     _tie_tolerance,
-    permutation_p_value,
+    permutation_result,
     permutation_splits,
 )
 from dgpbench.parameters import MMD_DEEP_RULES, sklearn_constraints
@@ -340,28 +340,14 @@ class DeepKernelMMDShiftDetector(BatchDecisionMixin, BaseEstimator):
         stats = torch.cat(stats).cpu().numpy()
         obs = float(stats[0])
         at_least = stats >= obs - _tie_tolerance(N, obs)
-        perm, p_val = permutation_p_value(stats, at_least, exact, n_splits, B)
-        return ShiftTestResult(
-            is_drift=bool(p_val < self.alpha),
-            statistic=obs,
-            p_val=float(p_val),
-            threshold=float(self.alpha),
-            alpha=float(self.alpha),
-            n_ref=len(Xr),
-            n=len(Y),
-            name=type(self).__name__,
-            version=package_version(),
-            details={
-                "eps": float(torch.sigmoid(kernel.logit_eps.detach())),
-                "bandwidth_projection": float(torch.exp(kernel.log_sigma_a.detach())),
-                "bandwidth_raw": float(torch.exp(kernel.log_sigma_b.detach())),
-                "n_ref_test": n,
-                "n_test": m,
-                "n_permutations": n_splits if exact else B,
-                "exact": exact,
-                "distance_threshold": float(np.quantile(perm, 1.0 - self.alpha)),
-            },
-        )
+        settings = {
+            "eps": float(torch.sigmoid(kernel.logit_eps.detach())),
+            "bandwidth_projection": float(torch.exp(kernel.log_sigma_a.detach())),
+            "bandwidth_raw": float(torch.exp(kernel.log_sigma_b.detach())),
+            "n_ref_test": n,
+            "n_test": m,
+        }
+        return permutation_result(self, stats, at_least, exact, n_splits, len(Xr), len(Y), settings)
 
     def get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The fitted state: the reference sample and the initial network's parameters.
