@@ -97,8 +97,9 @@ class OnlineDetector:
     """Mixin of the online detectors: threshold lookup, the stream loop, stream state.
 
     A subclass sets ``thresholds_`` (one per configured step, the last kept afterwards) and
-    ``first_step_`` (the first ``t`` that can raise an alarm) in ``fit``, and supplies
-    ``_new_stream()``, ``_step(x) -> float``, ``_stream_arrays()`` and
+    ``first_step_`` (the first ``t`` that can raise an alarm) in ``fit``, keeps its window in
+    ``_window`` (a ring buffer of ``window_size`` rows: ``_pos`` the next slot, ``_filled`` the
+    rows held), and supplies ``_new_stream()``, ``_step(x) -> float``, ``_stream_arrays()`` and
     ``_set_stream_arrays(arrays)``.
     """
 
@@ -136,6 +137,22 @@ class OnlineDetector:
         self.t_ = 0
         self._new_stream()
         return self
+
+    def window(self) -> np.ndarray:
+        """The current test window, oldest sample first (fewer rows while it fills).
+
+        Returns
+        -------
+        ndarray of shape (min(t, window_size), n_features_in_)
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        if not hasattr(self, "t_"):
+            self.reset()
+        if self._filled < int(self.window_size):
+            return self._window[: self._filled].copy()
+        return np.roll(self._window, -self._pos, axis=0)
 
     def _checked_sample(self, x: Any) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64).reshape(-1)

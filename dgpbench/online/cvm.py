@@ -311,20 +311,6 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         win = ((self._a / n - self._cw / W) ** 2).sum(0)
         return n * W / (n + W) ** 2 * (ref + win)
 
-    def window(self) -> np.ndarray:
-        """The current test window, oldest sample first (fewer rows while it fills).
-
-        Returns
-        -------
-        ndarray of shape (min(t, window_size), n_features_in_)
-        """
-        check_is_fitted(self)
-        if not hasattr(self, "t_"):
-            self.reset()
-        if self._filled < int(self.window_size):
-            return self._window[: self._filled].copy()
-        return np.roll(self._window, -self._pos, axis=0)
-
     def _stream_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         return {"pos": int(self._pos), "filled": int(self._filled)}, {
             "window": self._window.copy(), "a": self._a.copy(), "cw": self._cw.copy(),

@@ -271,20 +271,6 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
             return float("nan")
         return self.kxx_term_ + self._kyy_sum / (W * (W - 1)) - 2.0 * self._kxy.sum() / (m * W)
 
-    def window(self) -> np.ndarray:
-        """The current test window, oldest sample first (fewer rows while it fills).
-
-        Returns
-        -------
-        ndarray of shape (min(t, window_size), n_features_in_)
-        """
-        check_is_fitted(self)
-        if not hasattr(self, "t_"):
-            self.reset()
-        if self._filled < int(self.window_size):
-            return self._window[: self._filled].copy()
-        return np.roll(self._window, -self._pos, axis=0)
-
     def _stream_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         state = {"pos": int(self._pos), "filled": int(self._filled),
                  "kyy_sum": float(self._kyy_sum)}  # fmt: skip
