@@ -113,6 +113,19 @@ class ArchConfig:
         )
 
 
+def _check_positive_ints(name: str, values: tuple, length: int | None) -> None:
+    """Raise ``ValueError`` unless ``values`` are ``length`` (None: one or more) positive
+    integers (``bool`` refused).
+    """
+    if (
+        not values
+        or (length is not None and len(values) != length)
+        or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in values)
+    ):
+        size = "one or more" if length is None else str(length)
+        raise ValueError(f"{name} must be {size} positive integers, got {values!r}")
+
+
 def _check_arch(
     n_inputs: Any,
     hidden: Any,
@@ -261,11 +274,8 @@ class CNNConfig:
     def __post_init__(self) -> None:
         shape = tuple(self.input_shape)
         channels = tuple(self.channels)
-        for name, values, length in (("input_shape", shape, 3), ("channels", channels, 2)):
-            if len(values) != length or any(
-                isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in values
-            ):
-                raise ValueError(f"{name} must be {length} positive integers, got {values!r}")
+        _check_positive_ints("input_shape", shape, 3)
+        _check_positive_ints("channels", channels, 2)
         if shape[1] < 4 or shape[2] < 4:
             raise ValueError(f"input_shape {shape}: images must be at least 4x4 (two 2x2 pools)")
         object.__setattr__(self, "input_shape", tuple(int(v) for v in shape))
@@ -379,17 +389,9 @@ class ResNetConfig:
 
     def __post_init__(self) -> None:
         shape, channels, blocks = (tuple(v) for v in (self.input_shape, self.channels, self.blocks))
-        for name, values in (("input_shape", shape), ("channels", channels), ("blocks", blocks)):
-            if (
-                not values
-                or (name == "input_shape" and len(values) != 3)
-                or any(
-                    isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1
-                    for v in values
-                )
-            ):
-                size = "3" if name == "input_shape" else "one or more"
-                raise ValueError(f"{name} must be {size} positive integers, got {values!r}")
+        _check_positive_ints("input_shape", shape, 3)
+        _check_positive_ints("channels", channels, None)
+        _check_positive_ints("blocks", blocks, None)
         if len(blocks) != len(channels):
             raise ValueError(
                 f"blocks {blocks} and channels {channels} must name the same number of stages"
