@@ -141,20 +141,20 @@ def _test_args(p: argparse.ArgumentParser, *, fixed_by_detector: bool) -> None:
         "--correction",
         default=None,
         choices=["bonferroni", "fdr", "none"],
-        help="ks, cvm, ad, fisher: multiple-testing correction over the features "
+        help=f"{', '.join(_CORRECTED)}: multiple-testing correction over the features "
         "(default: bonferroni)" + note,
     )
     p.add_argument(
         "--permutations",
         type=_positive_int,
         default=None,
-        help="mmd, energy, lsdd, mmd_deep: permutations (default: 1000)" + note,
+        help=f"{', '.join(_PERMUTED)}: permutations (default: 1000)" + note,
     )
     p.add_argument(
         "--seed",
         type=int,
         default=None,
-        help="seed of the mmd/energy/classif/lsdd/mmdagg/mmd_deep test (default: 0)" + note,
+        help=f"seed of the {'/'.join(_SEEDED)} test (default: 0)" + note,
     )
     p.add_argument(
         "--head",
