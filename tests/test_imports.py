@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "dgpbench"
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "dgpbench"
 CLI = {"dgpbench.cli.main", "dgpbench.__main__"}
 REGISTRY = "dgpbench.cli.registry"
 STEPS = {
@@ -298,3 +299,37 @@ def test_every_exported_name_resolves(package):
     module = importlib.import_module(package)
     for name in getattr(module, "__all__", []):
         assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_the_workflow_parse_loads_no_torch_scipy_or_scikit_learn():
+    # Every Snakemake start (a dry run, each end-to-end test, each `dgpbench run`) parses the
+    # Snakefile: its package imports and the configuration check must stay light. A job that
+    # needs torch or SciPy imports them itself.
+    rules = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+    imports = sorted(
+        {
+            line.strip()
+            for path in rules
+            for line in path.read_text().splitlines()
+            if line.startswith(("from dgpbench", "import dgpbench"))
+        }
+    )
+    assert len(imports) >= 4, imports
+    code = "\n".join(
+        [
+            "import sys, yaml",
+            *imports,
+            "from dgpbench.cli.config import workflow_config_error",
+            "from pathlib import Path",
+            f"root = Path({str(REPO)!r})",
+            "for extra in ([], ['--configfile', str(root / 'config/failing_loudly.yaml')]):",
+            "    assert workflow_config_error(extra, root) is None",
+            "print(' '.join(sorted(sys.modules)))",
+        ]
+    )
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+        ).stdout.split()
+    )
+    assert not loaded & {"torch", "sklearn", "scipy.stats", "numba"}

@@ -4,17 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgpbench.detectors.anderson import ADShiftDetector
-from dgpbench.detectors.chi2 import ChiSquareShiftDetector
-from dgpbench.detectors.classifier import ClassifierShiftDetector
-from dgpbench.detectors.cvm import CvMShiftDetector
-from dgpbench.detectors.energy import EnergyShiftDetector
-from dgpbench.detectors.fisher import FisherShiftDetector
-from dgpbench.detectors.ks import KSShiftDetector
-from dgpbench.detectors.lsdd import LSDDShiftDetector
-from dgpbench.detectors.mmd import MMDShiftDetector
-from dgpbench.detectors.mmd_deep import DeepKernelMMDShiftDetector
-from dgpbench.detectors.mmdagg import MMDAggShiftDetector
+from dgpbench._lazy import LazyRegistry
 
 __all__ = ["DETECTORS", "make_detector"]
 
@@ -23,20 +13,22 @@ __all__ = ["DETECTORS", "make_detector"]
 #: (Cramér-von Mises), ``ad`` (Anderson-Darling), ``energy`` (energy distance,
 #: permutations), ``fisher`` (Fisher's exact test of binary features), ``lsdd``
 #: (least-squares density difference), ``mmdagg`` (aggregated kernels), ``mmd_deep``
-#: (learned deep kernel).
-DETECTORS: dict[str, type] = {
-    "ks": KSShiftDetector,
-    "mmd": MMDShiftDetector,
-    "chi2": ChiSquareShiftDetector,
-    "classif": ClassifierShiftDetector,
-    "cvm": CvMShiftDetector,
-    "ad": ADShiftDetector,
-    "energy": EnergyShiftDetector,
-    "fisher": FisherShiftDetector,
-    "lsdd": LSDDShiftDetector,
-    "mmdagg": MMDAggShiftDetector,
-    "mmd_deep": DeepKernelMMDShiftDetector,
-}
+#: (learned deep kernel). Each module is imported when its test is first looked up.
+DETECTORS: LazyRegistry = LazyRegistry(
+    {
+        "ks": "dgpbench.detectors.ks:KSShiftDetector",
+        "mmd": "dgpbench.detectors.mmd:MMDShiftDetector",
+        "chi2": "dgpbench.detectors.chi2:ChiSquareShiftDetector",
+        "classif": "dgpbench.detectors.classifier:ClassifierShiftDetector",
+        "cvm": "dgpbench.detectors.cvm:CvMShiftDetector",
+        "ad": "dgpbench.detectors.anderson:ADShiftDetector",
+        "energy": "dgpbench.detectors.energy:EnergyShiftDetector",
+        "fisher": "dgpbench.detectors.fisher:FisherShiftDetector",
+        "lsdd": "dgpbench.detectors.lsdd:LSDDShiftDetector",
+        "mmdagg": "dgpbench.detectors.mmdagg:MMDAggShiftDetector",
+        "mmd_deep": "dgpbench.detectors.mmd_deep:DeepKernelMMDShiftDetector",
+    }
+)
 
 
 def make_detector(name: str, **params: Any) -> Any:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dgpbench.online.cvm import OnlineCVMDetector
-from dgpbench.online.mmd import OnlineMMDDetector
+from dgpbench._lazy import LazyRegistry
 
 __all__ = ["ONLINE_DETECTORS"]
 
 #: Name -> detector class: ``mmd_online`` (sliding-window MMD), ``cvm_online`` (per feature).
-ONLINE_DETECTORS: dict[str, type] = {
-    "mmd_online": OnlineMMDDetector,
-    "cvm_online": OnlineCVMDetector,
-}
+ONLINE_DETECTORS: LazyRegistry = LazyRegistry(
+    {
+        "mmd_online": "dgpbench.online.mmd:OnlineMMDDetector",
+        "cvm_online": "dgpbench.online.cvm:OnlineCVMDetector",
+    }
+)

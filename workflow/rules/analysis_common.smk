@@ -3,7 +3,6 @@
 import itertools
 import re
 
-from dgpbench.models.architectures import ArchConfig
 
 AN = config["analysis"]
 AN_RESULTS = f"{RESULTS}/analysis"
@@ -30,6 +29,8 @@ REG_RUNS = [f"{k}-s{s}" for k, s in itertools.product(REG["kinds"], REG["seeds"]
 
 def _group_config(group, n_inputs=784, n_classes=47):
     """The architecture of a training job: "linear" or "<activation>-l<layers>-h<hidden>"."""
+    from dgpbench.models.architectures import ArchConfig  # torch: only for analysis jobs
+
     if group == "linear":
         return ArchConfig(n_inputs, 0, 1, n_classes)
     act, layers, hidden = re.fullmatch(r"(relu|tanh)-l(\d+)-h(\d+)", group).groups()
