@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,10 @@ def write_tiny_cifar(root: Path, n_per_batch: int = 20, seed: int = 0) -> None:
         }
         with (folder / name).open("wb") as fh:
             pickle.dump(entry, fh)
+
+
+def copy_tiny_grid(grid: Path, workdir: Path) -> Path:
+    """Copy the shared tiny grid (fixture ``tiny_grid``) into ``workdir``, file times kept, so
+    that Snakemake reruns only what a test's own configuration changes; return ``workdir``."""
+    shutil.copytree(grid, workdir, dirs_exist_ok=True)
+    return workdir

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from _workflow import CORES, REPO, snakemake, tiny_config
+from _workflow import CORES, REPO, copy_tiny_grid, snakemake, tiny_config
 
 TINY_STREAM = {
     "methods": ["softmax", "dgp"],
@@ -52,7 +52,8 @@ def test_stream_target_refuses_what_the_grid_lacks(tmp_path, change, message):
 
 
 @pytest.mark.slow
-def test_stream_target_end_to_end_on_tiny_digits(tmp_path):
+def test_stream_target_end_to_end_on_tiny_digits(tmp_path, tiny_grid):
+    copy_tiny_grid(tiny_grid, tmp_path)  # its model and images
     proc = _snakemake(tmp_path, tiny_config(stream=TINY_STREAM), "stream", timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     out = tmp_path / "results" / "stream"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from _workflow import CORES, config_problem, snakemake, tiny_config
+from _workflow import CORES, config_problem, copy_tiny_grid, snakemake, tiny_config
 
 
 def _config(**protocol):
@@ -27,7 +27,8 @@ def test_the_default_runs_no_test_but_ks(tmp_path):
 
 
 @pytest.mark.slow
-def test_tests_power_table_ranks_the_tests_on_the_same_draws(tmp_path):
+def test_tests_power_table_ranks_the_tests_on_the_same_draws(tmp_path, tiny_grid):
+    copy_tiny_grid(tiny_grid, tmp_path)  # its model, images and DGP features
     config = _config(tests=["ks", "cvm", "energy"], test_methods=["dgp"], n_permutations=49)
     proc = snakemake(tmp_path, config, "tests_power", cores=CORES, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -7,7 +7,6 @@ corruptions at one intensity, 20 draws); the runs that only read outputs share o
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +17,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from _workflow import CORES, REPO, SNAKEFILE, config_problem, snakemake, tiny_config, venv_env
+from _workflow import (
+    CORES,
+    REPO,
+    SNAKEFILE,
+    config_problem,
+    copy_tiny_grid,
+    snakemake,
+    tiny_config,
+    venv_env,
+)
 
 from dgpbench.cli.main import main
 from dgpbench.io import atomic_path, save_npz
@@ -82,19 +90,10 @@ def test_command_line_selection_without_editing_files(tmp_path):
     assert "softmax" not in proc.stdout and "images/digits/GN.npz" not in proc.stdout
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory) -> Path:
-    """The default target of :func:`tiny_config` run once, uninterrupted (its folder)."""
-    workdir = tmp_path_factory.mktemp("tiny")
-    first = run_workflow(workdir, tiny_config())
-    assert first.returncode == 0, first.stderr[-3000:]
-    return workdir
-
-
 @pytest.mark.slow
-def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path, tiny_run):
+def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path, tiny_grid):
     config = tiny_config()
-    tables = _tables(tiny_run)
+    tables = _tables(tiny_grid)  # the same configuration, run uninterrupted
     assert {"table1_shift_detection.md", "table_appendix_calibration.csv"} <= set(tables)
 
     # Second run: kill -9 the whole process group as soon as a features job is running.
@@ -121,10 +120,10 @@ def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path, tiny_ru
 
 
 @pytest.mark.slow
-def test_comparison_on_a_tiny_grid_with_a_made_up_published_table(tmp_path, tiny_run):
+def test_comparison_on_a_tiny_grid_with_a_made_up_published_table(tmp_path, tiny_grid):
     """The compare rule on a real run: the made-up table is this run's Table 1 plus offsets
     chosen here, with cells the run did not compute (n = 200, MAGDiff, MNIST)."""
-    shutil.copytree(tiny_run, tmp_path, dirs_exist_ok=True)  # the run's files, times kept
+    copy_tiny_grid(tiny_grid, tmp_path)
     config = tiny_config(
         report={
             "pool_deltas": [0.5],

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from _workflow import CORES, REPO, config_problem, snakemake, tiny_config
+from _workflow import CORES, REPO, config_problem, copy_tiny_grid, snakemake, tiny_config
 from test_readme import custom_method_module
 
 from dgpbench.labels import METHOD_LABELS
@@ -48,8 +48,8 @@ METHODS = ["softmax", SPEC, "dgp_approx", "pca"]
 
 
 @pytest.mark.slow
-def test_custom_and_model_free_methods_run_through_tables_figures_and_report(tmp_path):
-    workdir = tmp_path
+def test_custom_and_model_free_methods_run_through_tables_figures_and_report(tmp_path, tiny_grid):
+    workdir = copy_tiny_grid(tiny_grid, tmp_path)  # its model, images and softmax features
     config = tiny_config(methods=METHODS, corruptions=["GN"])
     run = _snakemake(workdir, config)
     assert run.returncode == 0, run.stderr[-3000:]
