@@ -83,8 +83,11 @@ def balanced_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     """
     heavy: dict[Path, list[pytest.Item]] = {}
     light = []
+    # A module with an end-to-end test keeps all its tests on one worker: they share its
+    # module-scoped fixtures (tests/cli/test_own_model_cli.py's run of a docs page).
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
     for item in items:
-        if _cost(item) >= 1:
+        if _cost(item) >= 1 or item.path in slow_modules:
             heavy.setdefault(item.path, []).append(item)
         else:
             light.append(item)

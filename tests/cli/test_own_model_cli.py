@@ -63,23 +63,22 @@ def _run_shell_line(line: str, cwd: Path) -> subprocess.CompletedProcess:
     return proc
 
 
-@pytest.mark.slow
-def test_documented_two_commands_run(tmp_path: Path) -> None:
-    blocks = _blocks()
-    kinds = [k for k, _ in blocks]
-    assert kinds.count("bash") >= 2 and "python" in kinds
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """The page run as written, once: its folder and each command's or script's stdout."""
+    cwd = tmp_path_factory.mktemp("own")
     outputs = []
-    for i, (kind, text) in enumerate(blocks):
+    for i, (kind, text) in enumerate(_blocks()):
         if kind == "python":
             first = text.splitlines()[0].strip()
             if first.startswith("# ") and first.endswith(".py"):
-                (tmp_path / first[2:]).write_text(text)  # a module the commands import
+                (cwd / first[2:]).write_text(text)  # a module the commands import
                 continue
-            script = tmp_path / f"block{i}.py"
+            script = cwd / f"block{i}.py"
             script.write_text(text)
             proc = subprocess.run(
                 [sys.executable, str(script)],
-                cwd=tmp_path,
+                cwd=cwd,
                 env=_env({}),
                 capture_output=True,
                 text=True,
@@ -90,27 +89,26 @@ def test_documented_two_commands_run(tmp_path: Path) -> None:
         elif kind == "bash":
             for line in text.splitlines():
                 if line.strip():
-                    outputs.append(_run_shell_line(line, tmp_path).stdout)
+                    outputs.append(_run_shell_line(line, cwd).stdout)
+    return SimpleNamespace(cwd=cwd, outputs=outputs)
+
+
+@pytest.mark.slow
+def test_documented_two_commands_run(page: SimpleNamespace) -> None:
+    kinds = [k for k, _ in _blocks()]
+    assert kinds.count("bash") >= 2 and "python" in kinds
     # The saved detector is what scored: the two-command path produced a detector file, and
     # the Python block loading it reports the shift the shell reported.
-    assert (tmp_path / "cnn-dgp.npz").is_file()
-    assert outputs[-1].split()[0] == "True"
+    assert (page.cwd / "cnn-dgp.npz").is_file()
+    assert page.outputs[-1].split()[0] == "True"
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The page's first Python block (model + images) and the fitted detector."""
-    cwd = tmp_path_factory.mktemp("own")
-    script = cwd / "make.py"
-    script.write_text(_blocks()[0][1])
-    subprocess.run([sys.executable, str(script)], cwd=cwd, env=_env({}), check=True, timeout=300)
-    assert (
-        _cli(
-            cwd, *"fit --model cnn.pt2 --clean clean.npz --method softmax --out sm.npz".split()
-        ).returncode
-        == 0
-    )
-    return cwd
+def workdir(page: SimpleNamespace) -> Path:
+    """The page's folder (model, images, detectors) with a softmax detector fitted too."""
+    fit = "fit --model cnn.pt2 --clean clean.npz --method softmax --out sm.npz".split()
+    assert _cli(page.cwd, *fit).returncode == 0
+    return page.cwd
 
 
 def _cli(cwd: Path, *args: str) -> SimpleNamespace:
