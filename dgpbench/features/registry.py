@@ -4,7 +4,8 @@ Each class is built with the parameters its signature names (:func:`make_feature
 model-free representation takes no ``model`` and a custom class only what it accepts. This
 registry sits above the member modules of :mod:`dgpbench.features` (``dgp``, ``tu``,
 ``reductions``, ...), which sit above :mod:`dgpbench.features.base`, so imports run one way:
-``registry -> members -> base``.
+``registry -> members -> base``; it names each member by its module path and imports it on
+first use.
 """
 
 from __future__ import annotations
@@ -12,43 +13,50 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from dgpbench.features.autoencoders import TAEFeatures, UAEFeatures
-from dgpbench.features.bbsd import BBSDhFeatures
-from dgpbench.features.dgp import DGPFeatures
-from dgpbench.features.dgp_approx import DGPApproxFeatures
-from dgpbench.features.magdiff import MAGDiffFeatures
+from dgpbench._lazy import LazyRegistry
 from dgpbench.features.methods import METHOD_CLASSES
-from dgpbench.features.reductions import NoRedFeatures, PCAFeatures, SRPFeatures
-from dgpbench.features.softmax import SoftmaxFeatures
-from dgpbench.features.tu import TUFeatures
 from dgpbench.labels import METHOD_LABELS
 
 __all__ = ["METHODS", "load_method_class", "make_features"]
 
-_CLASSES = {
-    cls.__name__: cls
-    for cls in (
-        SoftmaxFeatures,
-        TUFeatures,
-        MAGDiffFeatures,
-        DGPFeatures,
-        NoRedFeatures,
-        PCAFeatures,
-        SRPFeatures,
-        UAEFeatures,
-        TAEFeatures,
-        BBSDhFeatures,
-        DGPApproxFeatures,
-    )
-}
+# Each class's module is imported when a method of it is first used: a job computing one
+# method (a model-free PCA: no torch; the softmax: no numba) loads only what that one needs.
+_CLASSES = LazyRegistry(
+    {
+        "SoftmaxFeatures": "dgpbench.features.softmax:SoftmaxFeatures",
+        "TUFeatures": "dgpbench.features.tu:TUFeatures",
+        "MAGDiffFeatures": "dgpbench.features.magdiff:MAGDiffFeatures",
+        "DGPFeatures": "dgpbench.features.dgp:DGPFeatures",
+        "NoRedFeatures": "dgpbench.features.reductions:NoRedFeatures",
+        "PCAFeatures": "dgpbench.features.reductions:PCAFeatures",
+        "SRPFeatures": "dgpbench.features.reductions:SRPFeatures",
+        "UAEFeatures": "dgpbench.features.autoencoders:UAEFeatures",
+        "TAEFeatures": "dgpbench.features.autoencoders:TAEFeatures",
+        "BBSDhFeatures": "dgpbench.features.bbsd:BBSDhFeatures",
+        "DGPApproxFeatures": "dgpbench.features.dgp_approx:DGPApproxFeatures",
+    }
+)
+
+
+class _Methods(Mapping[str, tuple[type, dict[str, Any], str]]):
+    """:data:`METHOD_CLASSES` with each class resolved (on first use) and its display name."""
+
+    def __getitem__(self, name: str) -> tuple[type, dict[str, Any], str]:
+        cls_name, fixed = METHOD_CLASSES[name]
+        return _CLASSES[cls_name], fixed, METHOD_LABELS[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(METHOD_CLASSES)
+
+    def __len__(self) -> int:
+        return len(METHOD_CLASSES)
+
 
 #: name -> (class, fixed parameters, display name), from :data:`METHOD_CLASSES`.
-METHODS: dict[str, tuple[type, dict[str, Any], str]] = {
-    name: (_CLASSES[cls_name], fixed, METHOD_LABELS[name])
-    for name, (cls_name, fixed) in METHOD_CLASSES.items()
-}
+METHODS: Mapping[str, tuple[type, dict[str, Any], str]] = _Methods()
 
 
 # A custom method: ``package.module:ClassName`` (Python identifiers, dotted module path).
