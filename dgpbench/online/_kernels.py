@@ -122,13 +122,15 @@ def _alarm(stat, thresholds, t, first_step):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def mmd_step(x, X_ref, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum):  # pragma: no cover
+def mmd_step(x, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum):  # pragma: no cover
     """One MMD step in place: the new slot's kernel row and reference sum; the new ``kyy_sum``.
 
+    ``ref_T`` is the reference transposed (features x rows), ``ref_sq`` its rows' squared
+    norms.
     ``kyy`` is the window's kernel matrix (0 for empty slots), ``kxy`` per slot the sum over
     the reference of ``k(x_i, y)``, ``kyy_sum`` the off-diagonal sum of ``kyy``.
     """
-    m, d = X_ref.shape
+    d, m = ref_T.shape
     W = window.shape[0]
     xx = 0.0
     for j in range(d):
@@ -153,12 +155,16 @@ def mmd_step(x, X_ref, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum):  
             new += v
         kyy[pos, k] = v
         kyy[k, pos] = v
+    # the dot products with the reference feature after feature: the inner loop runs over
+    # contiguous rows of the transposed reference and vectorises (same sums, same order)
+    rx = np.zeros(m)
+    for j in range(d):
+        xj = x[j]
+        for i in range(m):
+            rx[i] += ref_T[j, i] * xj
     s = 0.0
     for i in range(m):
-        rx = 0.0
-        for j in range(d):
-            rx += X_ref[i, j] * x[j]
-        s += math.exp(-gamma * max(ref_sq[i] + xx - 2.0 * rx, 0.0))
+        s += math.exp(-gamma * max(ref_sq[i] + xx - 2.0 * rx[i], 0.0))
     kxy[pos] = s
     for j in range(d):
         window[pos, j] = x[j]
@@ -166,17 +172,17 @@ def mmd_step(x, X_ref, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum):  
 
 
 @njit(cache=True, nogil=True)
-def mmd_steps(X, X_ref, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum, kxx_term,
+def mmd_steps(X, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum, kxx_term,
               out, thresholds, t, first_step, stop):  # pragma: no cover  # fmt: skip
     """:func:`mmd_step` for each row of ``X``; the rows fed and the final ``kyy_sum``.
 
     The statistics go to ``out`` (NaN while the window fills); with ``stop``, the feeding
     ends after the first one above its step's threshold.
     """
-    m = X_ref.shape[0]
+    m = ref_T.shape[1]
     W = window.shape[0]
     for r in range(X.shape[0]):
-        kyy_sum = mmd_step(X[r], X_ref, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum)
+        kyy_sum = mmd_step(X[r], ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum)
         pos = (pos + 1) % W
         filled = min(W, filled + 1)
         if filled < W:

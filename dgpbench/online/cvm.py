@@ -258,7 +258,8 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
 
     def _prepare(self) -> None:
         n = len(self.X_ref_)
-        self.ref_sorted_ = np.sort(self.X_ref_, axis=0)
+        # columns contiguous: the compiled step bisects one feature's column at a time
+        self.ref_sorted_ = np.asfortranarray(np.sort(self.X_ref_, axis=0))
         # the ECDF at the sorted reference values (ties: the same value at each), summed
         F = np.stack([np.searchsorted(s, s, side="right") for s in self.ref_sorted_.T], axis=1) / n
         zero = np.zeros((1, F.shape[1]))

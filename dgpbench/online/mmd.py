@@ -233,8 +233,8 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
 
     def _prepare(self) -> None:
         """Derived constants: the kernel's gamma and the reference's term of MMD^2."""
-        self.X_ref_ = np.ascontiguousarray(self.X_ref_)  # one layout for the compiled step
         m = len(self.X_ref_)
+        self._ref_T = np.ascontiguousarray(self.X_ref_.T)  # the compiled step's layout
         self.gamma_ = 1.0 / (2.0 * self.bandwidth_**2)
         self.kxx_term_ = _offdiag_sum(self.X_ref_, self.gamma_) / (m * (m - 1))
         self.ref_sq_ = np.einsum("ij,ij->i", self.X_ref_, self.X_ref_)
@@ -253,7 +253,7 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
 
     def _step(self, x: np.ndarray) -> float:
         W, m = int(self.window_size), len(self.X_ref_)
-        self._kyy_sum = mmd_step(x, self.X_ref_, self.ref_sq_, self.gamma_, self._window,
+        self._kyy_sum = mmd_step(x, self._ref_T, self.ref_sq_, self.gamma_, self._window,
                                  self._kyy, self._kxy, self._pos, self._filled,
                                  self._kyy_sum)  # fmt: skip
         self._pos = (self._pos + 1) % W
@@ -265,7 +265,7 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
     def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
         W, out = int(self.window_size), np.empty(len(X))
         fed, self._kyy_sum = mmd_steps(
-            X, self.X_ref_, self.ref_sq_, self.gamma_, self._window, self._kyy, self._kxy,
+            X, self._ref_T, self.ref_sq_, self.gamma_, self._window, self._kyy, self._kxy,
             self._pos, self._filled, self._kyy_sum, self.kxx_term_, out, self.thresholds_,
             self.t_, self.first_step_, stop_at_alarm,
         )  # fmt: skip
