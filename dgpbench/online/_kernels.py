@@ -20,12 +20,13 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def cvm_statistics(cum_F, cum_F2, a, left, cw, q, stats):  # pragma: no cover
+def cvm_statistics(cum_k, cum_k2, a, left, cw, q, stats):  # pragma: no cover
     """Each feature's ``T`` of a full window into ``stats``; their maximum.
 
     ``a``, ``left``: per window slot, the number of reference values ``<= w`` and ``< w``;
-    ``cw``: the number of window values ``<= w``; ``cum_F``, ``cum_F2``: prefix sums of the
-    reference's ECDF (and of its square) at the sorted reference values; ``q`` scratch.
+    ``cw``: the number of window values ``<= w``; ``cum_k``, ``cum_k2``: prefix sums of
+    ``k_i = n F_n(r_(i))`` and ``k_i^2`` over the sorted reference values ``r_(i)``
+    (integers held exactly as floats); ``q`` scratch.
 
     The window's ECDF is constant between its values' ``left`` positions among the sorted
     reference (a reference value ``r_i`` has ``w <= r_i`` iff ``i >= left(w)``), so the
@@ -33,7 +34,8 @@ def cvm_statistics(cum_F, cum_F2, a, left, cw, q, stats):  # pragma: no cover
     ties included; the window points' sum takes one term per slot: ``O(W log W)`` per
     feature, whatever the reference's size.
     """
-    n = cum_F.shape[0] - 1
+    n = cum_k.shape[0] - 1
+    nn = float(n) * n
     W, d = a.shape
     scale = n * W / (n + W) ** 2
     best = -math.inf
@@ -50,8 +52,8 @@ def cvm_statistics(cum_F, cum_F2, a, left, cw, q, stats):  # pragma: no cover
         for s in range(W + 1):
             nxt = q[s] if s < W else n
             level = s / W
-            s1 = cum_F[nxt, j] - cum_F[prev, j]
-            s2 = cum_F2[nxt, j] - cum_F2[prev, j]
+            s1 = (cum_k[nxt, j] - cum_k[prev, j]) / n  # sum of F_i over the segment
+            s2 = (cum_k2[nxt, j] - cum_k2[prev, j]) / nn  # sum of F_i^2
             ref += s2 - 2.0 * level * s1 + level * level * (nxt - prev)
             prev = nxt
         win = 0.0
@@ -64,7 +66,7 @@ def cvm_statistics(cum_F, cum_F2, a, left, cw, q, stats):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def cvm_step(x, ref_sorted, cum_F, cum_F2, window, a, left, cw, q, pos, filled,
+def cvm_step(x, ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled,
              stats):  # pragma: no cover  # fmt: skip
     """One Cramér-von Mises step in place (``x`` into slot ``pos``); the largest ``T``.
 
@@ -91,11 +93,11 @@ def cvm_step(x, ref_sorted, cum_F, cum_F2, window, a, left, cw, q, pos, filled,
         left[pos, j] = np.searchsorted(ref_sorted[:, j], x[j], side="left")
     if filled + 1 < W:
         return math.nan
-    return cvm_statistics(cum_F, cum_F2, a, left, cw, q, stats)
+    return cvm_statistics(cum_k, cum_k2, a, left, cw, q, stats)
 
 
 @njit(cache=True, nogil=True)
-def cvm_steps(X, ref_sorted, cum_F, cum_F2, window, a, left, cw, q, pos, filled, stats, out,
+def cvm_steps(X, ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled, stats, out,
               thresholds, t, first_step, stop):  # pragma: no cover  # fmt: skip
     """:func:`cvm_step` for each row of ``X`` (``t`` steps already seen); the rows fed.
 
@@ -104,7 +106,7 @@ def cvm_steps(X, ref_sorted, cum_F, cum_F2, window, a, left, cw, q, pos, filled,
     """
     W = window.shape[0]
     for r in range(X.shape[0]):
-        out[r] = cvm_step(X[r], ref_sorted, cum_F, cum_F2, window, a, left, cw, q, pos, filled,
+        out[r] = cvm_step(X[r], ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled,
                           stats)  # fmt: skip
         pos = (pos + 1) % W
         filled = min(W, filled + 1)

@@ -14,8 +14,8 @@ Why a step is cheap. The detector keeps, per feature and window value, how many 
 values lie below it and at or below it (found by bisection when it enters) and how many
 window values lie at or below it (integer counts, each changed by at most one per step).
 The window's ECDF is constant between its values' positions among the sorted reference,
-so the reference points' sum takes ``W + 1`` differences of prefix sums of ``F_n`` and
-``F_n^2``: ``O(W d + d log n)`` per step, whatever the reference's size, ties included
+so the reference points' sum takes ``W + 1`` differences of (integer) prefix sums of
+``n F_n`` and ``(n F_n)^2``: ``O(W d + d log n)`` per step, whatever the reference's size, ties included
 (one compiled call per step). The counts are integers, so a resumed
 stream gives exactly the same statistics.
 
@@ -260,11 +260,13 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         n = len(self.X_ref_)
         # columns contiguous: the compiled step bisects one feature's column at a time
         self.ref_sorted_ = np.asfortranarray(np.sort(self.X_ref_, axis=0))
-        # the ECDF at the sorted reference values (ties: the same value at each), summed
-        F = np.stack([np.searchsorted(s, s, side="right") for s in self.ref_sorted_.T], axis=1) / n
-        zero = np.zeros((1, F.shape[1]))
-        self.cum_F_ = np.concatenate([zero, F.cumsum(0)])
-        self.cum_F2_ = np.concatenate([zero, (F * F).cumsum(0)])
+        # n F_n at the sorted reference values (ties: the same count at each), summed as
+        # integers: exact prefix sums, so a segment's sum has no rounding error of its own
+        k = np.stack([np.searchsorted(s, s, side="right") for s in self.ref_sorted_.T], axis=1)
+        zero = np.zeros((1, k.shape[1]))
+        self.cum_k_ = np.concatenate([zero, k.cumsum(0)])
+        sq = k * k if n <= 2_000_000 else k.astype(np.float64) ** 2  # n^3 within int64
+        self.cum_k2_ = np.concatenate([zero, sq.cumsum(0)])
         self.first_step_ = int(self.window_size)
 
     # the stream ----------------------------------------------------------------------
@@ -282,7 +284,7 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
 
     def _step(self, x: np.ndarray) -> float:
         W = int(self.window_size)
-        stat = cvm_step(x, self.ref_sorted_, self.cum_F_, self.cum_F2_, self._window, self._a,
+        stat = cvm_step(x, self.ref_sorted_, self.cum_k_, self.cum_k2_, self._window, self._a,
                         self._left, self._cw, self._q, self._pos, self._filled,
                         self._stats)  # fmt: skip
         self._pos = (self._pos + 1) % W
@@ -291,7 +293,7 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
 
     def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
         W, out = int(self.window_size), np.empty(len(X))
-        fed = cvm_steps(X, self.ref_sorted_, self.cum_F_, self.cum_F2_, self._window, self._a,
+        fed = cvm_steps(X, self.ref_sorted_, self.cum_k_, self.cum_k2_, self._window, self._a,
                         self._left, self._cw, self._q, self._pos, self._filled, self._stats,
                         out, self.thresholds_, self.t_, self.first_step_,
                         stop_at_alarm)  # fmt: skip
@@ -312,7 +314,7 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
             self.reset()
         stats = np.full(self.n_features_in_, np.nan)
         if self._filled == int(self.window_size):
-            cvm_statistics(self.cum_F_, self.cum_F2_, self._a, self._left, self._cw,
+            cvm_statistics(self.cum_k_, self.cum_k2_, self._a, self._left, self._cw,
                            self._q, stats)  # fmt: skip
         return stats
 
