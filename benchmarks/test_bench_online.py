@@ -60,7 +60,7 @@ def test_online_mmd_update_vs_recomputation(benchmark):
         det.reset()
         return [det.update(x).statistic for x in stream]
 
-    stats = benchmark.pedantic(online, rounds=3, iterations=1, warmup_rounds=1)
+    stats = benchmark.pedantic(online, rounds=7, iterations=1, warmup_rounds=1)
     ours = benchmark.stats.stats.min / STEPS
     block = _run_time(det, stream)
     start = time.perf_counter()
@@ -94,7 +94,7 @@ def test_online_cvm_update_vs_scipy(benchmark):
             out.append(det.feature_statistics())
         return np.asarray(out)
 
-    stats = benchmark.pedantic(online, rounds=3, iterations=1, warmup_rounds=1)
+    stats = benchmark.pedantic(online, rounds=7, iterations=1, warmup_rounds=1)
     ours = benchmark.stats.stats.min / STEPS
     block = _run_time(det, stream)
     steps = range(STEPS - 60, STEPS)
