@@ -174,6 +174,16 @@ def mmd_step(x, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum):  
 
 
 @njit(cache=True, nogil=True)
+def mmd_statistic(kxx_term, kyy_sum, kxy, m):  # pragma: no cover
+    """The unbiased MMD^2 of a full window from its running sums (``m`` reference rows)."""
+    W = kxy.shape[0]
+    s = 0.0
+    for k in range(W):
+        s += kxy[k]
+    return kxx_term + kyy_sum / (W * (W - 1)) - 2.0 * s / (m * W)
+
+
+@njit(cache=True, nogil=True)
 def mmd_steps(X, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum, kxx_term,
               out, thresholds, t, first_step, stop):  # pragma: no cover  # fmt: skip
     """:func:`mmd_step` for each row of ``X``; the rows fed and the final ``kyy_sum``.
@@ -187,10 +197,7 @@ def mmd_steps(X, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum, k
         kyy_sum = mmd_step(X[r], ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum)
         pos = (pos + 1) % W
         filled = min(W, filled + 1)
-        if filled < W:
-            out[r] = math.nan
-        else:
-            out[r] = kxx_term + kyy_sum / (W * (W - 1)) - 2.0 * kxy.sum() / (m * W)
+        out[r] = math.nan if filled < W else mmd_statistic(kxx_term, kyy_sum, kxy, m)
         if stop and _alarm(out[r], thresholds, t + r + 1, first_step):
             return r + 1, kyy_sum
     return X.shape[0], kyy_sum

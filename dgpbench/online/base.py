@@ -167,8 +167,7 @@ class OnlineDetector:
 
     def _result(self, t: int, stat: float) -> OnlineResult:
         """The record of step ``t`` whose statistic is ``stat``."""
-        k = t - self.first_step_
-        thr = math.nan if k < 0 else float(self.thresholds_[min(k, len(self.thresholds_) - 1)])
+        thr = self.threshold_at(t)
         if not math.isfinite(thr):
             stat = math.nan
         return OnlineResult(
@@ -176,7 +175,7 @@ class OnlineDetector:
             is_drift=stat > thr,
             statistic=stat,
             threshold=thr,
-            run_time=max(0, k + 1),
+            run_time=max(0, t - self.first_step_ + 1),
             name=type(self).__name__,
             ert=float(self.ert),
             window_size=int(self.window_size),

@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dgpbench._compat import fit_context
 from dgpbench.detectors.base import check_min_samples
 from dgpbench.detectors.mmd import BLOCK_BYTES, MEDIAN_MAX_POINTS
-from dgpbench.online._kernels import mmd_step, mmd_steps
+from dgpbench.online._kernels import mmd_statistic, mmd_step, mmd_steps
 from dgpbench.online.base import OnlineDetector, checked_array
 from dgpbench.online.thresholds import MMD_ONLINE_RULES, hazard_thresholds
 from dgpbench.parameters import sklearn_constraints
@@ -260,7 +260,7 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
         self._filled = min(W, self._filled + 1)
         if self._filled < W:
             return float("nan")
-        return self.kxx_term_ + self._kyy_sum / (W * (W - 1)) - 2.0 * self._kxy.sum() / (m * W)
+        return mmd_statistic(self.kxx_term_, self._kyy_sum, self._kxy, m)
 
     def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
         W, out = int(self.window_size), np.empty(len(X))
