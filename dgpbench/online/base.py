@@ -10,12 +10,14 @@ decisions (:mod:`dgpbench.online.state` writes them to a file).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dgpbench.detectors.base import package_version
+from dgpbench.online._kernels import all_finite
 
 __all__ = ["OnlineDetector", "OnlineResult"]
 
@@ -159,9 +161,25 @@ class OnlineDetector:
         if x.shape[0] != self.n_features_in_:
             raise ValueError(f"a sample has {x.shape[0]} features, the detector takes "
                              f"{self.n_features_in_}")  # fmt: skip
-        if not np.isfinite(x).all():
+        if not all_finite(x):
             raise ValueError("a sample has a NaN or infinite feature")
         return x
+
+    def _result(self, t: int, stat: float) -> OnlineResult:
+        """The record of step ``t`` whose statistic is ``stat``."""
+        thr = self.threshold_at(t)
+        if not math.isfinite(thr):
+            stat = math.nan
+        return OnlineResult(
+            t=t,
+            is_drift=stat > thr,
+            statistic=stat,
+            threshold=thr,
+            run_time=max(0, t - self.first_step_ + 1),
+            name=type(self).__name__,
+            ert=float(self.ert),
+            window_size=int(self.window_size),
+        )
 
     def update(self, x: Any) -> OnlineResult:
         """Take the next stream sample and decide.
@@ -184,21 +202,13 @@ class OnlineDetector:
             self.reset()
         x = self._checked_sample(x)
         self.t_ += 1
-        stat = float(self._step(x))
-        thr = self.threshold_at(self.t_)
-        return OnlineResult(
-            t=self.t_,
-            is_drift=bool(np.isfinite(thr) and stat > thr),
-            statistic=stat if np.isfinite(thr) else float("nan"),
-            threshold=thr,
-            run_time=max(0, self.t_ - self.first_step_ + 1),
-            name=type(self).__name__,
-            ert=float(self.ert),
-            window_size=int(self.window_size),
-        )
+        return self._result(self.t_, float(self._step(x)))
 
     def run(self, X: Any, *, stop_at_alarm: bool = True) -> list[OnlineResult]:
         """Feed the rows of ``X`` in order (continuing the current stream).
+
+        The rows go through one compiled loop, not one :meth:`update` call each; the
+        decisions and the stream state afterwards are :meth:`update`'s.
 
         Parameters
         ----------
@@ -211,13 +221,43 @@ class OnlineDetector:
         -------
         list of OnlineResult
             One per sample fed.
+
+        Raises
+        ------
+        ValueError
+            If the rows have the wrong width, or when the feeding reaches a row with a
+            non-finite value (the rows before it are fed, as :meth:`update` would).
         """
-        out = []
-        for x in np.asarray(X, dtype=np.float64).reshape(len(X), -1):
-            out.append(self.update(x))
-            if stop_at_alarm and out[-1].is_drift:
-                break
+        if not hasattr(self, "t_"):
+            self.reset()
+        X = np.asarray(X, dtype=np.float64)
+        if len(X) == 0:
+            return []
+        X = np.ascontiguousarray(X.reshape(len(X), -1))
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"a sample has {X.shape[1]} features, the detector takes "
+                             f"{self.n_features_in_}")  # fmt: skip
+        bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
+        good = X[: bad[0]] if len(bad) else X
+        t0 = self.t_
+        stats = self._steps(good, stop_at_alarm)
+        self.t_ += len(stats)
+        out = [self._result(t0 + i + 1, float(s)) for i, s in enumerate(stats)]
+        if len(bad) and not (stop_at_alarm and out and out[-1].is_drift):
+            raise ValueError("a sample has a NaN or infinite feature")
         return out
+
+    def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
+        """The statistics of the rows of ``X`` fed in order, stopping after an alarm if asked.
+
+        A subclass may replace this loop over ``_step`` by a compiled one.
+        """
+        stats = np.empty(len(X))
+        for i, x in enumerate(X):
+            stats[i] = self._step(x)
+            if stop_at_alarm and self._result(self.t_ + i + 1, stats[i]).is_drift:
+                return stats[: i + 1]
+        return stats
 
     def get_stream_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The state of the current stream: JSON values and arrays, enough to resume it.

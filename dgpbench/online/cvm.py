@@ -10,11 +10,14 @@ with ``F_n``, ``G_W`` the two empirical CDFs. An alarm is raised when any featur
 exceeds the step's threshold. This is alibi-detect's ``CVMDriftOnline`` (after Ross and
 Adams, 2012) with one window size.
 
-Why a step is cheap. The detector keeps, per feature, how many window values lie at or
-below each reference value and each window value (integer counts), and each window
-value's ``F_n`` (found by bisection when it enters). A new value changes every count by
-at most one: ``O((n + W) d)`` comparisons per step, not a sort of the pooled sample. The
-counts are integers, so a resumed stream gives exactly the same statistics.
+Why a step is cheap. The detector keeps, per feature and window value, how many reference
+values lie below it and at or below it (found by bisection when it enters) and how many
+window values lie at or below it (integer counts, each changed by at most one per step).
+The window's ECDF is constant between its values' positions among the sorted reference,
+so the reference points' sum takes ``W + 1`` differences of (integer) prefix sums of
+``n F_n`` and ``(n F_n)^2``: ``O(W d + d log n)`` per step, whatever the reference's size, ties included
+(one compiled call per step). The counts are integers, so a resumed
+stream gives exactly the same statistics.
 
 Why the thresholds need no data. ``T`` depends only on the ranks, so under no shift its
 stream has the same law for every continuous feature: the thresholds are set on simulated
@@ -38,6 +41,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
 from dgpbench.detectors.base import check_min_samples
+from dgpbench.online._kernels import cvm_statistics, cvm_step, cvm_steps
 from dgpbench.online.base import OnlineDetector, checked_array
 from dgpbench.online.thresholds import CVM_ONLINE_RULES, hazard_thresholds, per_feature_rate
 from dgpbench.parameters import sklearn_constraints
@@ -254,44 +258,48 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
 
     def _prepare(self) -> None:
         n = len(self.X_ref_)
-        self.ref_sorted_ = np.sort(self.X_ref_, axis=0)
-        self.F_ref_ = np.stack(
-            [np.searchsorted(s, c, side="right") for s, c in zip(self.ref_sorted_.T,
-                                                                 self.X_ref_.T, strict=True)],
-            axis=1,
-        ) / n  # fmt: skip
+        # columns contiguous: the compiled step bisects one feature's column at a time
+        self.ref_sorted_ = np.asfortranarray(np.sort(self.X_ref_, axis=0))
+        # n F_n at the sorted reference values (ties: the same count at each), summed as
+        # integers: exact prefix sums, so a segment's sum has no rounding error of its own
+        k = np.stack([np.searchsorted(s, s, side="right") for s in self.ref_sorted_.T], axis=1)
+        zero = np.zeros((1, k.shape[1]))
+        self.cum_k_ = np.concatenate([zero, k.cumsum(0)])
+        sq = k * k if n <= 2_000_000 else k.astype(np.float64) ** 2  # n^3 within int64
+        self.cum_k2_ = np.concatenate([zero, sq.cumsum(0)])
         self.first_step_ = int(self.window_size)
 
     # the stream ----------------------------------------------------------------------
 
     def _new_stream(self) -> None:
-        W, (n, d) = int(self.window_size), self.X_ref_.shape
+        W, d = int(self.window_size), self.n_features_in_
         self._window = np.zeros((W, d))
         self._a = np.zeros((W, d), dtype=np.int64)  # #{ref <= w}
+        self._left = np.zeros((W, d), dtype=np.int64)  # #{ref < w}
         self._cw = np.zeros((W, d), dtype=np.int64)  # #{window <= w}
-        self._cr = np.zeros((n, d), dtype=np.int64)  # #{window <= ref value}
+        self._q = np.zeros(W, dtype=np.int64)  # scratch: one feature's sorted left positions
+        self._stats = np.zeros(d)  # the last full window's per-feature statistics
         self._pos = 0
         self._filled = 0
 
     def _step(self, x: np.ndarray) -> float:
         W = int(self.window_size)
-        o, win = self._pos, self._window
-        if self._filled == W:  # the oldest value leaves
-            old = win[o]
-            self._cr -= old <= self.X_ref_
-            self._cw -= old <= win
-        live = np.arange(W) < self._filled if self._filled < W else np.arange(W) != o
-        self._cr += x <= self.X_ref_
-        self._cw[live] += x <= win[live]
-        win[o] = x
-        self._cw[o] = (win[live] <= x).sum(0) + 1
-        self._a[o] = [np.searchsorted(s, v, side="right") for s, v in zip(self.ref_sorted_.T, x,
-                                                                          strict=True)]  # fmt: skip
-        self._pos = (o + 1) % W
+        stat = cvm_step(x, self.ref_sorted_, self.cum_k_, self.cum_k2_, self._window, self._a,
+                        self._left, self._cw, self._q, self._pos, self._filled,
+                        self._stats)  # fmt: skip
+        self._pos = (self._pos + 1) % W
         self._filled = min(W, self._filled + 1)
-        if self._filled < W:
-            return float("nan")
-        return float(self.feature_statistics().max())
+        return stat
+
+    def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
+        W, out = int(self.window_size), np.empty(len(X))
+        fed = cvm_steps(X, self.ref_sorted_, self.cum_k_, self.cum_k2_, self._window, self._a,
+                        self._left, self._cw, self._q, self._pos, self._filled, self._stats,
+                        out, self.thresholds_, self.t_, self.first_step_,
+                        stop_at_alarm)  # fmt: skip
+        self._pos = (self._pos + fed) % W
+        self._filled = min(W, self._filled + fed)
+        return out[:fed]
 
     def feature_statistics(self) -> np.ndarray:
         """Each feature's ``T`` over the current (full) window.
@@ -302,19 +310,31 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
             NaN while the window is filling.
         """
         check_is_fitted(self)
-        W, n = int(self.window_size), len(self.X_ref_)
         if not hasattr(self, "t_"):
             self.reset()
-        if self._filled < W:
-            return np.full(self.n_features_in_, np.nan)
-        ref = ((self.F_ref_ - self._cr / W) ** 2).sum(0)
-        win = ((self._a / n - self._cw / W) ** 2).sum(0)
-        return n * W / (n + W) ** 2 * (ref + win)
+        stats = np.full(self.n_features_in_, np.nan)
+        if self._filled == int(self.window_size):
+            cvm_statistics(self.cum_k_, self.cum_k2_, self._a, self._left, self._cw,
+                           self._q, stats)  # fmt: skip
+        return stats
+
+    def _counts(self, window: np.ndarray, filled: int) -> dict[str, np.ndarray]:
+        """The counts of a window whose first ``filled`` slots (all when full) hold values."""
+        live = window[:filled]
+        a, left, cw = (np.zeros(window.shape, dtype=np.int64) for _ in range(3))
+        for j, s in enumerate(self.ref_sorted_.T):
+            a[:filled, j] = np.searchsorted(s, live[:, j], side="right")
+            left[:filled, j] = np.searchsorted(s, live[:, j], side="left")
+        cw[:filled] = (live[None, :, :] <= live[:, None, :]).sum(1)
+        cr = (live[None, :, :] <= self.X_ref_[:, None, :]).sum(1)
+        return {"a": a, "left": left, "cw": cw, "cr": cr}
 
     def _stream_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        # the file keeps the window's counts (the reference's ones, cr, computed here)
+        counts = self._counts(self._window, self._filled)
         return {"pos": int(self._pos), "filled": int(self._filled)}, {
             "window": self._window.copy(), "a": self._a.copy(), "cw": self._cw.copy(),
-            "cr": self._cr.copy(),
+            "cr": counts["cr"],
         }  # fmt: skip
 
     def _set_stream_arrays(self, state: dict[str, Any], arrays: Any) -> None:
@@ -323,13 +343,21 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         for key, value, high in (("pos", pos, W - 1), ("filled", filled, W)):
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
                 raise ValueError(f"stream state: {key} must be in 0..{high}, got {value!r}")
-        self._window = checked_array(arrays, "window", (W, d))
-        self._a = checked_array(arrays, "a", (W, d), "i")
-        self._cw = checked_array(arrays, "cw", (W, d), "i")
-        self._cr = checked_array(arrays, "cr", (n, d), "i")
-        if (self._a < 0).any() or (self._a > n).any() or (self._cw < 0).any() or (
-            self._cw > W).any() or (self._cr < 0).any() or (self._cr > W).any():  # fmt: skip
+        if filled < W and pos != filled:
+            raise ValueError(f"stream state: pos must equal filled ({filled}) while the "
+                             f"window fills, got {pos}")  # fmt: skip
+        window = np.ascontiguousarray(checked_array(arrays, "window", (W, d)))
+        stored = {"a": checked_array(arrays, "a", (W, d), "i"),
+                  "cw": checked_array(arrays, "cw", (W, d), "i"),
+                  "cr": checked_array(arrays, "cr", (n, d), "i")}  # fmt: skip
+        if (stored["a"] < 0).any() or (stored["a"] > n).any() or (stored["cw"] < 0).any() or (
+            stored["cw"] > W).any() or (stored["cr"] < 0).any() or (stored["cr"] > W).any():  # fmt: skip
             raise ValueError("stream state: a count is out of range")
+        counts = self._counts(window, filled)
+        if any(not np.array_equal(stored[k], counts[k]) for k in stored):
+            raise ValueError("stream state: the counts do not match the window")
+        self._window, self._a, self._left, self._cw = (
+            window, counts["a"], counts["left"], counts["cw"])  # fmt: skip
         self._pos, self._filled = pos, filled
 
     # the detector file ---------------------------------------------------------------

@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dgpbench._compat import fit_context
 from dgpbench.detectors.base import check_min_samples
 from dgpbench.detectors.mmd import BLOCK_BYTES, MEDIAN_MAX_POINTS
+from dgpbench.online._kernels import mmd_statistic, mmd_step, mmd_steps
 from dgpbench.online.base import OnlineDetector, checked_array
 from dgpbench.online.thresholds import MMD_ONLINE_RULES, hazard_thresholds
 from dgpbench.parameters import sklearn_constraints
@@ -233,6 +234,7 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
     def _prepare(self) -> None:
         """Derived constants: the kernel's gamma and the reference's term of MMD^2."""
         m = len(self.X_ref_)
+        self._ref_T = np.ascontiguousarray(self.X_ref_.T)  # the compiled step's layout
         self.gamma_ = 1.0 / (2.0 * self.bandwidth_**2)
         self.kxx_term_ = _offdiag_sum(self.X_ref_, self.gamma_) / (m * (m - 1))
         self.ref_sq_ = np.einsum("ij,ij->i", self.X_ref_, self.X_ref_)
@@ -249,27 +251,27 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
         self._pos = 0
         self._filled = 0
 
-    def _ref_kernel_sum(self, x: np.ndarray) -> float:
-        d2 = self.ref_sq_ + x @ x - 2.0 * (self.X_ref_ @ x)
-        return float(np.exp(-self.gamma_ * np.maximum(d2, 0.0)).sum())
-
     def _step(self, x: np.ndarray) -> float:
-        W, m, o = int(self.window_size), len(self.X_ref_), self._pos
-        win = self._window
-        d2 = np.einsum("ij,ij->i", win, win) + x @ x - 2.0 * (win @ x)
-        k = np.exp(-self.gamma_ * np.maximum(d2, 0.0))
-        k[self._filled :] = 0.0  # empty slots
-        k[o] = 1.0  # the slot's own entry: k(x, x)
-        self._kyy_sum += 2.0 * ((k.sum() - 1.0) - (self._kyy[o].sum() - self._kyy[o, o]))
-        self._kyy[o, :] = k
-        self._kyy[:, o] = k
-        self._kxy[o] = self._ref_kernel_sum(x)
-        win[o] = x
-        self._pos = (o + 1) % W
+        W, m = int(self.window_size), len(self.X_ref_)
+        self._kyy_sum = mmd_step(x, self._ref_T, self.ref_sq_, self.gamma_, self._window,
+                                 self._kyy, self._kxy, self._pos, self._filled,
+                                 self._kyy_sum)  # fmt: skip
+        self._pos = (self._pos + 1) % W
         self._filled = min(W, self._filled + 1)
         if self._filled < W:
             return float("nan")
-        return self.kxx_term_ + self._kyy_sum / (W * (W - 1)) - 2.0 * self._kxy.sum() / (m * W)
+        return mmd_statistic(self.kxx_term_, self._kyy_sum, self._kxy, m)
+
+    def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
+        W, out = int(self.window_size), np.empty(len(X))
+        fed, self._kyy_sum = mmd_steps(
+            X, self._ref_T, self.ref_sq_, self.gamma_, self._window, self._kyy, self._kxy,
+            self._pos, self._filled, self._kyy_sum, self.kxx_term_, out, self.thresholds_,
+            self.t_, self.first_step_, stop_at_alarm,
+        )  # fmt: skip
+        self._pos = (self._pos + fed) % W
+        self._filled = min(W, self._filled + fed)
+        return out[:fed]
 
     def _stream_arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         state = {"pos": int(self._pos), "filled": int(self._filled),
@@ -285,8 +287,8 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
                 raise ValueError(f"stream state: {key} must be in 0..{high}, got {value!r}")
         if not isinstance(kyy_sum, float | int) or not np.isfinite(kyy_sum):
             raise ValueError(f"stream state: kyy_sum must be a finite number, got {kyy_sum!r}")
-        self._window = checked_array(arrays, "window", (W, d))
-        self._kyy = checked_array(arrays, "kyy", (W, W))
+        self._window = np.ascontiguousarray(checked_array(arrays, "window", (W, d)))
+        self._kyy = np.ascontiguousarray(checked_array(arrays, "kyy", (W, W)))
         self._kxy = checked_array(arrays, "kxy", (W,))
         self._kyy_sum = float(kyy_sum)
         self._pos, self._filled = pos, filled

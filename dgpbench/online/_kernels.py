@@ -1,0 +1,212 @@
+"""Private numba kernels of the online detectors' step: they only loop, the detectors allocate.
+
+One call does a whole stream step (the window's running counts or kernel sums updated in
+place, the statistic returned), so a step pays one compiled call instead of a dozen numpy
+calls, whose fixed costs dominated at the sizes of low-dimensional features. The
+``*_steps`` kernels feed a block of samples and stop after the first one above its
+threshold, for :meth:`~dgpbench.online.base.OnlineDetector.run`.
+
+The Cramér-von Mises step costs ``O(W d + d log n)`` (:func:`cvm_statistics`); the MMD
+step ``O((m + W) d)``, its dot products and sums rounded in their own order (a few ulps
+from BLAS's).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def cvm_statistics(cum_k, cum_k2, a, left, cw, q, stats):  # pragma: no cover
+    """Each feature's ``T`` of a full window into ``stats``; their maximum.
+
+    ``a``, ``left``: per window slot, the number of reference values ``<= w`` and ``< w``;
+    ``cw``: the number of window values ``<= w``; ``cum_k``, ``cum_k2``: prefix sums of
+    ``k_i = n F_n(r_(i))`` and ``k_i^2`` over the sorted reference values ``r_(i)``
+    (integers held exactly as floats); ``q`` scratch.
+
+    The window's ECDF is constant between its values' ``left`` positions among the sorted
+    reference (a reference value ``r_i`` has ``w <= r_i`` iff ``i >= left(w)``), so the
+    reference points' sum ``sum_i (F_i - G_i)^2`` takes ``W + 1`` segments of prefix sums,
+    ties included; the window points' sum takes one term per slot: ``O(W log W)`` per
+    feature, whatever the reference's size.
+    """
+    n = cum_k.shape[0] - 1
+    nn = float(n) * n
+    W, d = a.shape
+    scale = n * W / (n + W) ** 2
+    best = -math.inf
+    for j in range(d):
+        for k in range(W):  # insertion sort of the left positions: W is small
+            v = left[k, j]
+            i = k
+            while i > 0 and q[i - 1] > v:
+                q[i] = q[i - 1]
+                i -= 1
+            q[i] = v
+        ref = 0.0
+        prev = 0
+        for s in range(W + 1):
+            nxt = q[s] if s < W else n
+            level = s / W
+            s1 = (cum_k[nxt, j] - cum_k[prev, j]) / n  # sum of F_i over the segment
+            s2 = (cum_k2[nxt, j] - cum_k2[prev, j]) / nn  # sum of F_i^2
+            ref += s2 - 2.0 * level * s1 + level * level * (nxt - prev)
+            prev = nxt
+        win = 0.0
+        for k in range(W):
+            e = a[k, j] / n - cw[k, j] / W
+            win += e * e
+        stats[j] = scale * (ref + win)
+        best = max(best, stats[j])
+    return best
+
+
+@njit(cache=True, nogil=True)
+def cvm_step(x, ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled,
+             stats):  # pragma: no cover  # fmt: skip
+    """One Cramér-von Mises step in place (``x`` into slot ``pos``); the largest ``T``.
+
+    Only the window's counts change, by at most one each: ``O(W d + d log n)``. NaN while
+    the window fills (``filled`` counts the values before this one).
+    """
+    W, d = window.shape
+    # comparisons added as integers: no branches, so the loops vectorise
+    if filled == W:  # the oldest value leaves
+        for k in range(W):
+            for j in range(d):
+                cw[k, j] -= window[pos, j] <= window[k, j]
+    for j in range(d):
+        cw[pos, j] = 1
+    for k in range(W):
+        if k == pos or (filled < W and k >= filled):
+            continue
+        for j in range(d):
+            cw[k, j] += x[j] <= window[k, j]
+            cw[pos, j] += window[k, j] <= x[j]
+    for j in range(d):
+        window[pos, j] = x[j]
+        a[pos, j] = np.searchsorted(ref_sorted[:, j], x[j], side="right")
+        left[pos, j] = np.searchsorted(ref_sorted[:, j], x[j], side="left")
+    if filled + 1 < W:
+        return math.nan
+    return cvm_statistics(cum_k, cum_k2, a, left, cw, q, stats)
+
+
+@njit(cache=True, nogil=True)
+def cvm_steps(X, ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled, stats, out,
+              thresholds, t, first_step, stop):  # pragma: no cover  # fmt: skip
+    """:func:`cvm_step` for each row of ``X`` (``t`` steps already seen); the rows fed.
+
+    Statistics go to ``out``; with ``stop``, the feeding ends after the first one above its
+    step's threshold.
+    """
+    W = window.shape[0]
+    for r in range(X.shape[0]):
+        out[r] = cvm_step(X[r], ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled,
+                          stats)  # fmt: skip
+        pos = (pos + 1) % W
+        filled = min(W, filled + 1)
+        if stop and _alarm(out[r], thresholds, t + r + 1, first_step):
+            return r + 1
+    return X.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def _alarm(stat, thresholds, t, first_step):  # pragma: no cover
+    k = t - first_step
+    if k < 0:
+        return False
+    return stat > thresholds[min(k, thresholds.shape[0] - 1)]
+
+
+@njit(cache=True, nogil=True)
+def mmd_step(x, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum):  # pragma: no cover
+    """One MMD step in place: the new slot's kernel row and reference sum; the new ``kyy_sum``.
+
+    ``ref_T`` is the reference transposed (features x rows), ``ref_sq`` its rows' squared
+    norms.
+    ``kyy`` is the window's kernel matrix (0 for empty slots), ``kxy`` per slot the sum over
+    the reference of ``k(x_i, y)``, ``kyy_sum`` the off-diagonal sum of ``kyy``.
+    """
+    d, m = ref_T.shape
+    W = window.shape[0]
+    xx = 0.0
+    for j in range(d):
+        xx += x[j] * x[j]
+    new = 0.0  # off-diagonal sum of the new row
+    old = 0.0  # and of the row it replaces
+    for k in range(W):
+        if k != pos:
+            old += kyy[pos, k]
+    for k in range(W):
+        if k == pos:
+            v = 1.0
+        elif k >= filled:
+            v = 0.0
+        else:
+            ww = 0.0
+            wx = 0.0
+            for j in range(d):
+                ww += window[k, j] * window[k, j]
+                wx += window[k, j] * x[j]
+            v = math.exp(-gamma * max(ww + xx - 2.0 * wx, 0.0))
+            new += v
+        kyy[pos, k] = v
+        kyy[k, pos] = v
+    # the dot products with the reference feature after feature: the inner loop runs over
+    # contiguous rows of the transposed reference and vectorises (same sums, same order)
+    rx = np.zeros(m)
+    for j in range(d):
+        xj = x[j]
+        for i in range(m):
+            rx[i] += ref_T[j, i] * xj
+    s = 0.0
+    for i in range(m):
+        s += math.exp(-gamma * max(ref_sq[i] + xx - 2.0 * rx[i], 0.0))
+    kxy[pos] = s
+    for j in range(d):
+        window[pos, j] = x[j]
+    return kyy_sum + 2.0 * (new - old)
+
+
+@njit(cache=True, nogil=True)
+def mmd_statistic(kxx_term, kyy_sum, kxy, m):  # pragma: no cover
+    """The unbiased MMD^2 of a full window from its running sums (``m`` reference rows)."""
+    W = kxy.shape[0]
+    s = 0.0
+    for k in range(W):
+        s += kxy[k]
+    return kxx_term + kyy_sum / (W * (W - 1)) - 2.0 * s / (m * W)
+
+
+@njit(cache=True, nogil=True)
+def mmd_steps(X, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum, kxx_term,
+              out, thresholds, t, first_step, stop):  # pragma: no cover  # fmt: skip
+    """:func:`mmd_step` for each row of ``X``; the rows fed and the final ``kyy_sum``.
+
+    The statistics go to ``out`` (NaN while the window fills); with ``stop``, the feeding
+    ends after the first one above its step's threshold.
+    """
+    m = ref_T.shape[1]
+    W = window.shape[0]
+    for r in range(X.shape[0]):
+        kyy_sum = mmd_step(X[r], ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum)
+        pos = (pos + 1) % W
+        filled = min(W, filled + 1)
+        out[r] = math.nan if filled < W else mmd_statistic(kxx_term, kyy_sum, kxy, m)
+        if stop and _alarm(out[r], thresholds, t + r + 1, first_step):
+            return r + 1, kyy_sum
+    return X.shape[0], kyy_sum
+
+
+@njit(cache=True, nogil=True)
+def all_finite(x):  # pragma: no cover
+    """Whether every value of the 1-D ``x`` is finite (no NaN, no infinity)."""
+    for v in x:
+        if not math.isfinite(v):
+            return False
+    return True
