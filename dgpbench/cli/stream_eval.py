@@ -49,6 +49,10 @@ def _stream_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-bootstraps", type=positive_int, default=None,
                    help="simulated streams of the threshold configuration (default: the "
                    "detector's own)")  # fmt: skip
+    p.add_argument("--cvm-calibration", choices=["reference", "gaussian"], default="reference",
+                   help="cvm_online's calibration: reference (permuted reference rows; the ERT "
+                   "holds on dependent features) or gaussian (alibi-detect's: independent "
+                   "features assumed)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of the split and the streams")
     p.add_argument("--tag", action="append", default=[], help="key=value column of the records")
     p.add_argument("--out", required=True, help="output CSV, one record per stream")
@@ -75,6 +79,7 @@ def _stream(args: argparse.Namespace) -> None:
         change_point=args.change_point,
         max_factor=args.max_factor,
         n_bootstraps=args.n_bootstraps,
+        cvm_calibration=args.cvm_calibration,
         seed=args.seed,
     )
     for i, (key, value) in enumerate(tags.items()):
