@@ -238,9 +238,8 @@ def shift_delays(
     detector : OnlineMMDDetector or OnlineCVMDetector
         A fitted detector.
     clean_pool, shifted_pool : ndarray of shape (n_pool, n_features)
-        Rows drawn before and after the change: the shifted rows are the clean rows'
-        twins, row for row, and one index sequence (:class:`WindowDraw`, no row twice
-        in a window) picks both.
+        Rows drawn before and after the change (:class:`WindowDraw`: no row twice in a
+        window).
     change_point : int
         Clean rows before the change (0: shifted from the first row).
     n_streams : int
@@ -262,20 +261,15 @@ def shift_delays(
     Raises
     ------
     ValueError
-        If the pools differ in length or hold fewer rows than the window.
+        If a pool holds fewer rows than the window.
     """
-    if len(clean_pool) != len(shifted_pool):
-        raise ValueError(
-            f"the shifted pool has {len(shifted_pool)} rows, the clean pool {len(clean_pool)}: "
-            "a shifted row must be the twin of the clean row"
-        )
-    draw = WindowDraw(len(clean_pool), _window_of(detector, window_size),
-                      np.random.default_rng(seed))  # fmt: skip
+    w = _window_of(detector, window_size)
+    rng = np.random.default_rng(seed)
+    before, after = WindowDraw(len(clean_pool), w, rng), WindowDraw(len(shifted_pool), w, rng)
     delays = np.empty(n_streams)
     for k in range(n_streams):
-        draw.restart()
-        clean = clean_pool[draw.take(change_point)]
-        shifted = shifted_pool[draw.take(max_after)]
+        clean = clean_pool[before.restart().take(change_point)]
+        shifted = shifted_pool[after.restart().take(max_after)]
         delay = detection_delay(detector, clean, shifted)
         delays[k] = np.nan if delay is None else delay
     return delays
