@@ -259,3 +259,38 @@ def test_stream_command_refuses_an_unknown_shift_with_status_2(features, tmp_pat
             "--out", str(tmp_path / "r.csv")]  # fmt: skip
     assert main(args) == 2
     assert "ZO_6" in capsys.readouterr().err and not (tmp_path / "r.csv").exists()
+
+
+def test_stream_command_pools_the_shifted_sets_of_several_files(features, tmp_path):
+    np.savez(tmp_path / "a.npz", clean=features["clean"], GN_6=features["GN_6"])
+    np.savez(tmp_path / "b.npz", clean=features["clean"], FLGN_3=features["clean"] + 4.0)
+    out = tmp_path / "r.csv"
+    args = ["stream", "--features", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"),
+            "--detectors", "mmd_online", "--erts", "10", "--shifts", "GN_6", "FLGN_3",
+            "--n-ref", "200", "--window-size", "5", "--n-streams", "2", "--n-shift-streams",
+            "2", "--n-bootstraps", "500", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    assert sorted(set(pd.read_csv(out)["shift"])) == ["FLGN_3", "GN_6", "none"]
+    np.savez(tmp_path / "c.npz", clean=features["clean"] + 1.0, PD_6=features["PD_6"])
+    args[3], args[-1] = str(tmp_path / "c.npz"), str(tmp_path / "bad.csv")
+    assert main(args) == 2 and not (tmp_path / "bad.csv").exists()
+
+
+def test_stream_shifts_writes_twins_of_every_clean_image_as_a_corrupt_file(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    x = rng.random((12, 1, 8, 8), dtype=np.float32)
+    np.savez(tmp_path / "images.npz", x_test=x, y_test=np.arange(12) % 3)
+    out = tmp_path / "FLGN.npz"
+    args = ["stream-shifts", "--images", str(tmp_path / "images.npz"), "--shifts",
+            "large_gn_shift", "small_gn_shift", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    with np.load(out) as f:
+        assert str(f["corruption"]) == "FLGN" and sorted(f.files) == [
+            "corruption", "intensity_1", "intensity_3"]  # fmt: skip
+        large, small = f["intensity_3"], f["intensity_1"]
+    assert large.shape == x.shape and (large != x).mean() > 0.9  # every image altered
+    assert np.abs(small - x).max() < np.abs(large - x).max()
+    for bad in (["large_gn_shift", "medium_image_shift"], ["ko_shift"]):
+        assert main(args[:4] + bad + ["--out", str(tmp_path / "bad.npz")]) == 2
+        assert not (tmp_path / "bad.npz").exists()
+    assert "ko_shift" in capsys.readouterr().err
