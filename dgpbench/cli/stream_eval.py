@@ -55,6 +55,9 @@ def _stream_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-bootstraps", type=positive_int, default=None,
                    help="simulated streams of the threshold configuration (default: the "
                    "detector's own)")  # fmt: skip
+    p.add_argument("--bootstraps-per-ert", type=float, default=None,
+                   help="instead of --n-bootstraps: this many x the ERT simulated streams per "
+                   "ERT (100: the ERT to about 10%%)")  # fmt: skip
     p.add_argument("--cvm-calibration", choices=["reference", "gaussian"], default="reference",
                    help="cvm_online's calibration: reference (permuted reference rows; the ERT "
                    "holds on dependent features) or gaussian (alibi-detect's: independent "
@@ -94,6 +97,7 @@ def _stream(args: argparse.Namespace) -> None:
         change_point=args.change_point,
         max_factor=args.max_factor,
         n_bootstraps=args.n_bootstraps,
+        bootstraps_per_ert=args.bootstraps_per_ert,
         cvm_calibration=args.cvm_calibration,
         seed=args.seed,
     )

@@ -288,6 +288,7 @@ def stream_records(
     change_point: int | None = None,
     max_factor: float = 10.0,
     n_bootstraps: int | None = None,
+    bootstraps_per_ert: float | None = None,
     cvm_calibration: str = "reference",
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -320,6 +321,11 @@ def stream_records(
         ``max_factor * ert`` shifted rows (a miss).
     n_bootstraps : int or None, default=None
         Simulated streams of the threshold configuration (None: the detector's default).
+    bootstraps_per_ert : float or None, default=None
+        Instead of ``n_bootstraps``: ``ceil(bootstraps_per_ert x ert)`` simulated streams
+        for each ERT. About ``n_bootstraps / ert`` simulated streams lie above the last
+        threshold, so the hazard, and the ERT, are off by about
+        ``1 / sqrt(bootstraps_per_ert)`` (relative): 100 gives about 10% at every ERT.
     cvm_calibration : {"reference", "gaussian"}, default="reference"
         ``calibration`` of ``cvm_online``. ``"reference"`` simulates streams of permuted
         reference rows and keeps the features' joint law: the ERT holds on dependent
@@ -360,6 +366,10 @@ def stream_records(
             )
     if not erts or min(erts) < 1 or n_streams < 1 or n_shift_streams < 0:
         raise ValueError("erts, n_streams must be positive and n_shift_streams 0 or more")
+    if n_bootstraps is not None and bootstraps_per_ert is not None:
+        raise ValueError("give n_bootstraps or bootstraps_per_ert, not both")
+    if bootstraps_per_ert is not None and not bootstraps_per_ert > 0:
+        raise ValueError(f"bootstraps_per_ert must be positive, got {bootstraps_per_ert!r}")
     if cvm_calibration not in ("reference", "gaussian"):
         raise ValueError(
             f"cvm_calibration must be 'reference' or 'gaussian', got {cvm_calibration!r}"
@@ -378,6 +388,8 @@ def stream_records(
             params = {"ert": ert, "window_size": window_size, "random_state": seeds[0]}
             if n_bootstraps is not None:
                 params["n_bootstraps"] = n_bootstraps
+            elif bootstraps_per_ert is not None:
+                params["n_bootstraps"] = int(np.ceil(bootstraps_per_ert * ert))
             if name == "cvm_online":
                 params["calibration"] = cvm_calibration
             det = ONLINE_DETECTORS[name](**params).fit(ref)

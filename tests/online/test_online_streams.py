@@ -131,7 +131,7 @@ def test_cvm_calibration_reaches_the_detector(features, monkeypatch):
 
     def spy(name):
         def make(**params):
-            seen.append((name, params.get("calibration")))
+            seen.append((name, params.get("calibration"), params.get("n_bootstraps")))
             return real[name](**params)
 
         return make
@@ -142,7 +142,13 @@ def test_cvm_calibration_reaches_the_detector(features, monkeypatch):
     for calibration in ("gaussian", "reference"):
         seen.clear()
         stream_records(features, cvm_calibration=calibration, **kwargs)
-        assert seen == [("cvm_online", calibration), ("mmd_online", None)]
+        assert seen == [("cvm_online", calibration, 1000), ("mmd_online", None, 1000)]
+    seen.clear()
+    per_ert = {**kwargs, "n_bootstraps": None, "erts": [10, 12]}
+    stream_records(features, bootstraps_per_ert=50.5, **per_ert)
+    assert [n for _, _, n in seen] == [505, 606, 505, 606]
+    with pytest.raises(ValueError, match="not both"):
+        stream_records(features, bootstraps_per_ert=50, **kwargs)
     with pytest.raises(ValueError, match="cvm_calibration"):
         stream_records(features, cvm_calibration="uniform", **kwargs)
 

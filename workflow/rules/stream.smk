@@ -83,7 +83,7 @@ rule stream_run:
         shifts=join([f"{c}_{ST_INTENSITY}" for c in ST_SHIFTS] + ST_FL_KEYS),
         options=" ".join(
             f"--{key.replace('_', '-')} {ST[key]}"
-            for key in ("change_point", "n_bootstraps")
+            for key in ("change_point", "n_bootstraps", "bootstraps_per_ert")
             if ST[key] is not None
         ),
     threads: 1
