@@ -88,9 +88,9 @@ def _measure(name: str, det, ref: np.ndarray, pool: np.ndarray, shifted: np.ndar
     for x in stream:
         det.update(x)
     per_sample = (time.perf_counter() - start) / STEPS
-    times, censored = clean_run_times(det, pool, N_STREAMS, 20 * ERT, seed=2)
+    times, censored = clean_run_times(det, pool, N_STREAMS, 20 * ERT, seed=2, window_size=W)
     low, high = mean_run_time_interval(times)
-    delays = shift_delays(det, pool, shifted, W, N_SHIFT, 20 * ERT, seed=3)
+    delays = shift_delays(det, pool, shifted, W, N_SHIFT, 20 * ERT, seed=3, window_size=W)
     hit = delays[delays >= 1]
     return {"name": name, "per_sample": per_sample, "mean_rt": times.mean(), "low": low,
             "high": high, "censored": int(censored.sum()), "delay": hit.mean(),
