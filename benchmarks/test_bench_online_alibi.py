@@ -118,9 +118,9 @@ def _per_sample(ours, theirs, stream: np.ndarray, rounds: int = 5) -> dict[str, 
 
 
 def _measure(name: str, det, pool: np.ndarray, shifted: np.ndarray) -> dict:
-    times, censored = clean_run_times(det, pool, N_STREAMS, 20 * ERT, seed=2)
+    times, censored = clean_run_times(det, pool, N_STREAMS, 20 * ERT, seed=2, window_size=W)
     low, high = mean_run_time_interval(times)
-    delays = shift_delays(det, pool, shifted, W, N_SHIFT, 20 * ERT, seed=3)
+    delays = shift_delays(det, pool, shifted, W, N_SHIFT, 20 * ERT, seed=3, window_size=W)
     hit = delays[delays >= 1]
     return {"name": name, "mean_rt": times.mean(), "low": low, "high": high,
             "censored": int(censored.sum()), "delay": hit.mean(),

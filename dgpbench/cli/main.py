@@ -74,6 +74,7 @@ COMMAND_MODULES: dict[str, str] = {
     "monitor": "stream",
     "stream": "stream_eval",
     "stream-report": "stream_eval",
+    "stream-shifts": "stream_eval",
     "analysis": "analysis",
     "compare-paper": "compare",
     **{

@@ -78,7 +78,7 @@ def hazard_thresholds(stats: np.ndarray, fpr: float) -> np.ndarray:
         if len(alive) < 2:
             raise ValueError(
                 f"only {len(alive)} of {len(stats)} simulated streams are left at step {t + 1}: "
-                "too few to set a threshold; raise n_bootstraps (at least 10 x ERT is advised)"
+                "too few to set a threshold; raise n_bootstraps (100 x ERT sets the ERT to about 10%)"
             )
         thresholds[t] = np.quantile(alive[:, t], 1.0 - fpr)
         alive = alive[alive[:, t] <= thresholds[t]]

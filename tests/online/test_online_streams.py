@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from dgpbench.cli.main import main
 from dgpbench.online import OnlineCVMDetector, OnlineMMDDetector, mean_run_time_interval
 from dgpbench.online.stream_report import plot_streams, stream_markdown, summarise_streams
-from dgpbench.online.streams import clean_run_times, shift_delays, split_reference, stream_records
+from dgpbench.online.streams import (
+    WindowDraw,
+    clean_run_times,
+    shift_delays,
+    split_reference,
+    stream_records,
+)
 
 SMALL = {"window_size": 5, "n_bootstraps": 1000}
 
@@ -64,6 +73,84 @@ def test_shift_delays_mark_a_miss_as_nan_and_an_early_alarm_as_non_positive(feat
     assert np.isnan(miss).sum() >= 15
     early = shift_delays(det, pool, pool, change_point=300, n_streams=10, max_after=5, seed=0)
     assert (early <= 0).sum() >= 8
+
+
+class _Recorder:
+    """A detector stand-in that records the rows it is fed and alarms at step ``stop``."""
+
+    def __init__(self, window_size: int, stop: int) -> None:
+        self.window_size, self.stop, self.streams = window_size, stop, []
+
+    def reset(self):
+        self.streams.append([])
+        return self
+
+    def update(self, x):
+        self.streams[-1].append(int(x[0]))
+        t = len(self.streams[-1])
+        return SimpleNamespace(t=t, is_drift=t >= self.stop, run_time=t)
+
+    def run(self, X):
+        return [self.update(x) for x in X[: self.stop]]
+
+
+def _repeats_in_a_window(rows: list[int], w: int) -> int:
+    return sum(len(set(rows[i : i + w])) < len(rows[i : i + w]) for i in range(len(rows)))
+
+
+def test_window_draw_repeats_no_row_within_a_window_and_reaches_every_row():
+    draw = WindowDraw(25, 20, np.random.default_rng(0))
+    rows = draw.take(2000).tolist()
+    assert _repeats_in_a_window(rows, 20) == 0 and set(rows) == set(range(25))
+    # A window of 1: plain uniform draws with replacement (a chi-squared check of the counts).
+    counts = np.bincount(WindowDraw(5, 1, np.random.default_rng(1)).take(5000), minlength=5)
+    assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_window_draw_refuses_a_pool_smaller_than_the_window():
+    with pytest.raises(ValueError, match="window of 20"):
+        WindowDraw(19, 20, np.random.default_rng(0))
+
+
+def test_clean_and_shifted_streams_feed_no_row_twice_within_a_window():
+    # 25 rows and a window of 20: draws with replacement would repeat a row in most windows.
+    pool = np.arange(25.0)[:, None]
+    det = _Recorder(window_size=20, stop=300)
+    clean_run_times(det, pool, n_streams=3, max_steps=300, seed=0)
+    assert all(_repeats_in_a_window(rows, 20) == 0 for rows in det.streams)
+    det = _Recorder(window_size=20, stop=300)
+    shift_delays(det, pool, pool + 100, change_point=20, n_streams=3, max_after=280, seed=0)
+    assert all(_repeats_in_a_window(rows, 20) == 0 for rows in det.streams)
+    assert all(min(rows[20:]) >= 100 > max(rows[:20]) for rows in det.streams)
+
+
+def test_cvm_calibration_reaches_the_detector(features, monkeypatch):
+    import dgpbench.online.streams as streams
+
+    real, seen = dict(streams.ONLINE_DETECTORS), []
+
+    def spy(name):
+        def make(**params):
+            seen.append((name, params.get("calibration"), params.get("n_bootstraps")))
+            return real[name](**params)
+
+        return make
+
+    monkeypatch.setattr(streams, "ONLINE_DETECTORS", {name: spy(name) for name in real})
+    kwargs = {"detectors": ["cvm_online", "mmd_online"], "erts": [10], "shifts": [], "n_ref": 200,
+              "n_streams": 2, "n_shift_streams": 0, "seed": 0, **SMALL}  # fmt: skip
+    for calibration in ("gaussian", "reference"):
+        seen.clear()
+        stream_records(features, cvm_calibration=calibration, **kwargs)
+        assert seen == [("cvm_online", calibration, 1000), ("mmd_online", None, 1000)]
+    seen.clear()
+    per_ert = {**kwargs, "n_bootstraps": None, "erts": [10, 12]}
+    stream_records(features, bootstraps_per_ert=50.5, **per_ert)
+    assert [n for _, _, n in seen] == [505, 606, 505, 606]
+    with pytest.raises(ValueError, match="not both"):
+        stream_records(features, bootstraps_per_ert=50, **kwargs)
+    with pytest.raises(ValueError, match="cvm_calibration"):
+        stream_records(features, cvm_calibration="uniform", **kwargs)
 
 
 def test_stream_records_have_one_row_per_stream(features):
@@ -162,7 +249,7 @@ def test_stream_commands_write_records_table_and_figure(features, tmp_path):
     args = ["stream", "--features", str(tmp_path / "f.npz"), "--detectors", "cvm_online",
             "--erts", "10", "--shifts", "GN_6", "--n-ref", "200", "--window-size", "5",
             "--n-streams", "3", "--n-shift-streams", "2", "--n-bootstraps", "500",
-            "--tag", "dataset=toy", "--tag", "method=dgp", "--out", str(out)]  # fmt: skip
+            "--cvm-calibration", "gaussian", "--tag", "dataset=toy", "--tag", "method=dgp", "--out", str(out)]  # fmt: skip
     assert main(args) == 0
     rec = pd.read_csv(out)
     assert list(rec.columns[:2]) == ["dataset", "method"] and len(rec) == 5
@@ -178,3 +265,38 @@ def test_stream_command_refuses_an_unknown_shift_with_status_2(features, tmp_pat
             "--out", str(tmp_path / "r.csv")]  # fmt: skip
     assert main(args) == 2
     assert "ZO_6" in capsys.readouterr().err and not (tmp_path / "r.csv").exists()
+
+
+def test_stream_command_pools_the_shifted_sets_of_several_files(features, tmp_path):
+    np.savez(tmp_path / "a.npz", clean=features["clean"], GN_6=features["GN_6"])
+    np.savez(tmp_path / "b.npz", clean=features["clean"], FLGN_3=features["clean"] + 4.0)
+    out = tmp_path / "r.csv"
+    args = ["stream", "--features", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"),
+            "--detectors", "mmd_online", "--erts", "10", "--shifts", "GN_6", "FLGN_3",
+            "--n-ref", "200", "--window-size", "5", "--n-streams", "2", "--n-shift-streams",
+            "2", "--n-bootstraps", "500", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    assert sorted(set(pd.read_csv(out)["shift"])) == ["FLGN_3", "GN_6", "none"]
+    np.savez(tmp_path / "c.npz", clean=features["clean"] + 1.0, PD_6=features["PD_6"])
+    args[3], args[-1] = str(tmp_path / "c.npz"), str(tmp_path / "bad.csv")
+    assert main(args) == 2 and not (tmp_path / "bad.csv").exists()
+
+
+def test_stream_shifts_writes_twins_of_every_clean_image_as_a_corrupt_file(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    x = rng.random((12, 1, 8, 8), dtype=np.float32)
+    np.savez(tmp_path / "images.npz", x_test=x, y_test=np.arange(12) % 3)
+    out = tmp_path / "FLGN.npz"
+    args = ["stream-shifts", "--images", str(tmp_path / "images.npz"), "--shifts",
+            "large_gn_shift", "small_gn_shift", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    with np.load(out) as f:
+        assert str(f["corruption"]) == "FLGN" and sorted(f.files) == [
+            "corruption", "intensity_1", "intensity_3"]  # fmt: skip
+        large, small = f["intensity_3"], f["intensity_1"]
+    assert large.shape == x.shape and (large != x).mean() > 0.9  # every image altered
+    assert np.abs(small - x).max() < np.abs(large - x).max()
+    for bad in (["large_gn_shift", "medium_image_shift"], ["ko_shift"]):
+        assert main(args[:4] + bad + ["--out", str(tmp_path / "bad.npz")]) == 2
+        assert not (tmp_path / "bad.npz").exists()
+    assert "ko_shift" in capsys.readouterr().err

@@ -18,7 +18,8 @@ TINY_STREAM = {
     "window_size": 5,
     "n_streams": 10,
     "n_shift_streams": 5,
-    "n_bootstraps": 500,
+    "bootstraps_per_ert": 25,
+    "fl_shifts": ["large_gn_shift"],
 }
 
 
@@ -38,7 +39,13 @@ def test_stream_target_dry_runs_with_its_options(tmp_path):
     proc = _snakemake(tmp_path, tiny_config(stream=TINY_STREAM), "stream", "-n", "-p")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
-    assert "--shifts GN_6 PD_6" in out and "--erts 20" in out and "--n-bootstraps 500" in out
+    assert (
+        "--shifts GN_6 PD_6 FLGN_3" in out
+        and "--erts 20" in out
+        and "--bootstraps-per-ert 25" in out
+    )
+    assert "--cvm-calibration reference" in out and "stream-shifts" in out
+    assert "stream/features/digits/h16-l2-s0/dgp.npz" in out
     assert "stream/digits/h16-l2-s0/dgp.csv" in out and "stream_summary.md" in out
 
 
@@ -59,7 +66,7 @@ def test_stream_target_end_to_end_on_tiny_digits(tmp_path, tiny_grid):
     out = tmp_path / "results" / "stream"
     summary = pd.read_csv(out / "stream_summary.csv")
     assert set(summary["method"]) == {"softmax", "dgp"}
-    assert set(summary["shift"]) == {"none", "GN_6", "PD_6"}
+    assert set(summary["shift"]) == {"none", "GN_6", "PD_6", "FLGN_3"}
     clean = summary[summary["shift"] == "none"]
     assert (clean["n_streams"] == 10).all() and (clean["quantity"] == "run_time").all()
     assert (summary.loc[summary["shift"] != "none", "n_streams"] == 5).all()
