@@ -145,6 +145,10 @@ def _workflow_problems(config: Mapping[str, Any]) -> list[str]:
     intensity = stream.get("intensity")
     if intensity is not None and intensity not in config.get("intensities", []):
         problems.append(f"config key stream.intensity: {intensity} is not one of intensities")
+    if stream.get("n_bootstraps") is not None and stream.get("bootstraps_per_ert") is not None:
+        problems.append(
+            "config keys stream.n_bootstraps and stream.bootstraps_per_ert: set one of the two"
+        )
     burn_in = _lookup(config, "analysis.early_stopping.max_burn_in")
     epochs = _lookup(config, "analysis.training.epochs")
     if burn_in is not None and epochs is not None and burn_in >= epochs:

@@ -104,8 +104,9 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
         Length ``W`` of the test window. Small windows react fast to large shifts; large
         ones see small shifts. The reference needs at least ``2 W + 1`` rows.
     n_bootstraps : int, default=1000
-        Simulated no-shift streams (alibi-detect's default); at least 10 x ``ert`` sets
-        the thresholds of a large ``ert`` well.
+        Simulated no-shift streams (alibi-detect's default). About ``n_bootstraps / ert``
+        of them lie above the last threshold, so the achieved ERT is off by about
+        ``sqrt(ert / n_bootstraps)``: 100 x ``ert`` gives about 10%.
     bandwidth : "median" or float, default="median"
         ``sigma`` of ``exp(-|a - b|^2 / (2 sigma^2))``; ``"median"``: the median distance
         between reference rows (a seeded subset of

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from _workflow import CORES, REPO, copy_tiny_grid, snakemake, tiny_config
+from _workflow import CORES, REPO, config_problem, copy_tiny_grid, snakemake, tiny_config
 
 TINY_STREAM = {
     "methods": ["softmax", "dgp"],
@@ -51,11 +51,22 @@ def test_stream_target_dry_runs_with_its_options(tmp_path):
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"corruptions": ["GB"]}, "stream.corruptions"), ({"intensity": 3}, "stream.intensity")],
+    [
+        ({"corruptions": ["GB"]}, "stream.corruptions"),
+        ({"intensity": 3}, "stream.intensity"),
+        ({"n_bootstraps": 500, "bootstraps_per_ert": 25}, "set one of the two"),
+    ],
 )
 def test_stream_target_refuses_what_the_grid_lacks(tmp_path, change, message):
-    proc = _snakemake(tmp_path, tiny_config(stream={**TINY_STREAM, **change}), "stream", "-n")
-    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    problem = config_problem(tmp_path, tiny_config(stream={**TINY_STREAM, **change}), "stream")
+    assert problem is not None and message in problem
+
+
+def test_a_stream_config_problem_stops_snakemake_before_any_job(tmp_path):
+    config = tiny_config(stream={**TINY_STREAM, "intensity": 3})
+    proc = _snakemake(tmp_path, config, "stream", "-n")
+    assert proc.returncode != 0 and "stream.intensity" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.slow
