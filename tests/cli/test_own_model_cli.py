@@ -1,18 +1,20 @@
 """docs/your-own-model.md, run as written: a user's own CNN, fitted and scored from the shell.
 
-Every Python and shell block of the page runs here in order (Python blocks as scripts, ``my_models.py``
-written from the block that names it, each shell line as a command), and every command's
-exit status is the one its comment promises (``# exit status N``; 0 otherwise).
+Every Python and shell block of the page runs here in order, in one folder (``my_models.py``
+written from the block that names it), and every command's exit status is the one its
+comment promises (``# exit status N``; 0 otherwise). Both run in this process (a Python
+block as ``__main__``, a shell line through ``dgpbench``'s ``main`` with its ``PYTHONPATH``
+on ``sys.path``): the page's content is what is tested here, the process boundary of the
+command (exit statuses, closed streams) in tests/cli/test_exit_status.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import os
 import re
+import runpy
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,31 +29,20 @@ def _blocks() -> list[tuple[str, str]]:
     return re.findall(r"```(\w+)\n(.*?)```", DOC.read_text(), re.S)
 
 
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    paths = [p for p in (extra.pop("PYTHONPATH", None), str(ROOT)) if p]
-    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"})
-    env.update(extra)
-    return env
-
-
-def _run_shell_line(line: str, cwd: Path) -> subprocess.CompletedProcess:
+def _run_shell_line(line: str, cwd: Path) -> SimpleNamespace:
     code, _, comment = line.partition("#")
     words = shlex.split(code)
-    extra = {}
+    paths = []
     while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
         key, _, value = words.pop(0).partition("=")
-        extra[key] = str(cwd / value) if key == "PYTHONPATH" else value
+        assert key == "PYTHONPATH", line
+        paths.append(str(cwd / value))
     assert words[0] == "dgpbench", line
-    proc = subprocess.run(
-        [sys.executable, "-m", "dgpbench", *words[1:]],
-        cwd=cwd,
-        env=_env(extra),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    sys.path[:0] = paths
+    try:
+        proc = _cli(cwd, *words[1:])
+    finally:
+        del sys.path[: len(paths)]
     expected = re.search(r"exit status (\d)", comment)
     want = int(expected[1]) if expected else 0
     assert proc.returncode == want, (
@@ -61,6 +52,14 @@ def _run_shell_line(line: str, cwd: Path) -> subprocess.CompletedProcess:
         proc.stderr[-2000:],
     )
     return proc
+
+
+def _run_python_block(script: Path) -> str:
+    """Run ``script`` as ``__main__`` in its folder; its stdout."""
+    out = io.StringIO()
+    with contextlib.chdir(script.parent), contextlib.redirect_stdout(out):
+        runpy.run_path(str(script), run_name="__main__")
+    return out.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -76,20 +75,12 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
                 continue
             script = cwd / f"block{i}.py"
             script.write_text(text)
-            proc = subprocess.run(
-                [sys.executable, str(script)],
-                cwd=cwd,
-                env=_env({}),
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            assert proc.returncode == 0, proc.stderr[-2000:]
-            outputs.append(proc.stdout)
+            outputs.append(_run_python_block(script))
         elif kind == "bash":
             for line in text.splitlines():
                 if line.strip():
                     outputs.append(_run_shell_line(line, cwd).stdout)
+    sys.modules.pop("my_models", None)  # the page's module, not another folder's
     return SimpleNamespace(cwd=cwd, outputs=outputs)
 
 
