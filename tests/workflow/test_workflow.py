@@ -7,6 +7,7 @@ corruptions at one intensity, 20 draws); the runs that only read outputs share o
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -96,9 +97,11 @@ def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path, tiny_gr
     tables = _tables(tiny_grid)  # the same configuration, run uninterrupted
     assert {"table1_shift_detection.md", "table_appendix_calibration.csv"} <= set(tables)
 
-    # Second run: kill -9 the whole process group as soon as a features job is running.
-    workdir = tmp_path / "b"
-    workdir.mkdir()
+    # Second run, from the grid's model and images: kill -9 the whole process group as soon
+    # as a features job is running.
+    workdir = copy_tiny_grid(tiny_grid, tmp_path / "b")
+    for step in ("features", "detect", "aggregate", "tables", "figures", "logs/features"):
+        shutil.rmtree(workdir / "results" / step)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(
         _command(workdir), cwd=workdir, env=venv_env(), stdout=subprocess.DEVNULL,
