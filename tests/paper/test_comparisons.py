@@ -123,6 +123,10 @@ def test_calibration(tmp_path):
     assert _whole(summary) == pytest.approx(1 / 4)
     assert _whole(summary, "share_calibrated_agrees") == pytest.approx(2 / 4)
     assert "2 percentage points" in md
+    # one interval, in percent, per cell (not the fraction beside it under the same name)
+    assert cells.columns.is_unique and (cells["ci_high"] >= cells["ours"]).all()
+    header = next(line for line in md.splitlines() if "ci_low" in line)
+    assert header.count("ci_low") == 1 and header.count("ci_high") == 1
 
 
 def test_bounds(tmp_path):

@@ -59,7 +59,8 @@ def reproduced(records: pd.DataFrame) -> pd.DataFrame:
     cells = detection_cells(rec, ["dataset", "n", "method"])
     cells["dataset"] = cells["dataset"].map(dataset_label)
     cells["method"] = cells["method"].map(method_label)
-    cells = cells.rename(
+    cells = cells[["dataset", "n", "method", "ratio_pct", "ci_low_pct", "ci_high_pct", "n_draws"]]
+    # the interval in percent only (detection_cells also gives it as a fraction)
+    return cells.rename(
         columns={"ratio_pct": "ours", "ci_low_pct": "ci_low", "ci_high_pct": "ci_high"}
     )
-    return cells[columns]
