@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dgpbench.online.evaluation import detection_delay, run_times
+from dgpbench.online.evaluation import detection_delay
 from dgpbench.online.registry import ONLINE_DETECTORS
 
 __all__ = [
@@ -153,6 +153,16 @@ class WindowDraw:
             self._recent.append(i)
         return i
 
+    def _mark(self) -> tuple[Any, ...]:
+        """The draw state now, for :meth:`_rewind` (the candidate list is replaced, not edited)."""
+        return (self.rng.bit_generator.state, self._candidates, self._next, tuple(self._recent))
+
+    def _rewind(self, mark: tuple[Any, ...]) -> None:
+        """Back to the state of :meth:`_mark`: the next draws repeat those made since."""
+        self.rng.bit_generator.state, self._candidates, self._next, recent = mark
+        self._recent.clear()
+        self._recent.extend(recent)
+
     def take(self, n: int) -> np.ndarray:
         """The next ``n`` row indices of the stream.
 
@@ -166,6 +176,11 @@ class WindowDraw:
         ndarray of int, shape (n,)
         """
         return np.fromiter((self() for _ in range(n)), dtype=np.int64, count=n)
+
+
+# Blocks of a clean stream: small first (a stream may alarm early), doubling up to a cap
+# that bounds the rows drawn past the alarm and given back.
+_FIRST_BLOCK, _MAX_BLOCK = 32, 2048
 
 
 def _window_of(detector: Any, window_size: int | None) -> int:
@@ -214,10 +229,34 @@ def clean_run_times(
     times = np.empty(n_streams, dtype=np.int64)
     censored = np.zeros(n_streams, dtype=bool)
     for k in range(n_streams):
-        draw.restart()
-        t, c = run_times(detector, lambda: pool[draw()], 1, max_steps)
-        times[k], censored[k] = t[0], c[0]
+        times[k], censored[k] = _clean_stream(detector, pool, draw.restart(), max_steps)
     return times, censored
+
+
+def _clean_stream(
+    detector: Any, pool: np.ndarray, draw: WindowDraw, max_steps: int
+) -> tuple[int, bool]:
+    """One clean stream fed in blocks through ``run``: its run time, and whether censored.
+
+    The decisions are those of one ``update`` per drawn row up to the alarm or
+    ``max_steps`` (at least one row), and so are the draws: the rows drawn past the alarm
+    are given back, so the next stream starts from the same generator state.
+    """
+    detector.reset()
+    block, t = _FIRST_BLOCK, 0
+    while True:
+        n = max(1, min(block, max_steps - t))
+        mark = draw._mark()
+        results = detector.run(pool[draw.take(n)])  # stops after the first alarm
+        last = results[-1]
+        if last.is_drift:
+            if len(results) < n:
+                draw._rewind(mark)
+                draw.take(len(results))
+            return last.run_time, False
+        if last.t >= max_steps:
+            return last.run_time, True
+        t, block = last.t, min(2 * block, _MAX_BLOCK)
 
 
 def shift_delays(
