@@ -10,6 +10,10 @@
   against :func:`scipy.stats.cramervonmises_2samp` per feature per step.
 * Both fed one sample per ``update`` call and as one block through ``run`` (one compiled
   loop); compiled code warmed up first.
+* Clean streams of the ``stream`` target (n_ref = 2000, 8000 held-out rows, d = 10,
+  W = 20, ERT 200): :func:`~dgpbench.online.streams.clean_run_times` (compiled draws,
+  blocks through ``run``) against rows drawn one at a time in Python and one ``update``
+  each; same run times asserted, ratio printed.
 * Threshold configuration time of both at alibi-detect's default ``n_bootstraps``.
 * alibi-detect's detectors on the same data: ``test_bench_online_alibi.py``.
 
@@ -19,6 +23,7 @@ Run with ``python -m pytest benchmarks/test_bench_online.py --benchmark-only -s`
 from __future__ import annotations
 
 import time
+from collections import deque
 
 import numpy as np
 import pytest
@@ -27,6 +32,7 @@ from bench_helpers import RESULTS
 from dgpbench.detectors.mmd import mmd2_unbiased
 from dgpbench.online import OnlineCVMDetector, OnlineMMDDetector
 from dgpbench.online.mmd import gaussian_kernel
+from dgpbench.online.streams import clean_run_times
 
 N_REF, W, STEPS = 1000, 50, 300
 
@@ -106,6 +112,55 @@ def test_online_cvm_update_vs_scipy(benchmark):
     line = (f"online CvM n_ref {N_REF}, d 10, W {W}: update {ours * 1e6:.1f} us/sample (with "
             f"feature_statistics), run {block * 1e6:.1f} us/sample, scipy per feature "
             f"{theirs * 1e6:.0f} us/sample ({theirs / ours:.1f}x the update)")  # fmt: skip
+    RESULTS.append({"line": line})
+    print(line)
+
+
+def _clean_per_row(det, pool: np.ndarray, n_streams: int, max_steps: int, seed: int):
+    """Run times of clean streams, one row drawn in Python and one ``update`` at a time."""
+    rng, lag = np.random.default_rng(seed), int(det.window_size) - 1
+    candidates: list[int] = []
+    nxt, times = 0, []
+    for _ in range(n_streams):
+        recent: deque[int] = deque(maxlen=lag)
+        det.reset()
+        while True:
+            while True:  # WindowDraw's rule, one candidate at a time
+                if nxt == len(candidates):
+                    candidates, nxt = rng.integers(len(pool), size=256).tolist(), 0
+                i, nxt = candidates[nxt], nxt + 1
+                if i not in recent:
+                    break
+            recent.append(i)
+            result = det.update(pool[i])
+            if result.is_drift or result.t >= max_steps:
+                break
+        times.append(result.run_time)
+    return np.array(times)
+
+
+@pytest.mark.parametrize("cls", [OnlineMMDDetector, OnlineCVMDetector], ids=["mmd", "cvm"])
+def test_clean_streams_in_blocks_vs_one_update_per_row(benchmark, cls):
+    X = np.random.default_rng(3).normal(size=(10_000, 10))
+    det = cls(ert=200, window_size=20, n_bootstraps=2000, random_state=0).fit(X[:2000])
+    pool, n_streams = X[2000:], 10
+    clean_run_times(det, pool, 1, 50, seed=9)  # compiled code warmed up
+
+    def blocks() -> np.ndarray:
+        return clean_run_times(det, pool, n_streams, 2000, seed=1)[0]
+
+    times = benchmark.pedantic(blocks, rounds=3, iterations=1)
+    ours = benchmark.stats.stats.min
+    best = np.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        baseline = _clean_per_row(det, pool, n_streams, 2000, seed=1)
+        best = min(best, time.perf_counter() - start)
+    np.testing.assert_array_equal(times, baseline)
+    steps = int(times.sum()) + 19 * n_streams
+    line = (f"clean streams {cls.__name__} d 10, W 20, ERT 200, {steps} steps: blocks "
+            f"{ours / steps * 1e6:.1f} us/step, one update per row {best / steps * 1e6:.1f} "
+            f"us/step ({best / ours:.2f}x)")  # fmt: skip
     RESULTS.append({"line": line})
     print(line)
 

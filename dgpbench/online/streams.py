@@ -27,12 +27,12 @@ run time fell about 20% short of the ERT on such streams (docs/online.md).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from dgpbench.online.evaluation import detection_delay
 from dgpbench.online.registry import ONLINE_DETECTORS
@@ -119,9 +119,10 @@ class WindowDraw:
                 "hold out more rows (a smaller n_ref) or use a smaller window"
             )
         self.n_rows, self.rng = int(n_rows), rng
-        self._lag = int(window_size) - 1
-        self._recent: deque[int] = deque(maxlen=max(self._lag, 1))
-        self._candidates: list[int] = []
+        # The last W - 1 rows drawn, in a ring (order is irrelevant to the exclusion).
+        self._recent = np.empty(int(window_size) - 1, dtype=np.int64)
+        self._head = self._count = 0
+        self._candidates = np.empty(0, dtype=np.int64)
         self._next = 0
 
     def restart(self) -> WindowDraw:
@@ -131,7 +132,7 @@ class WindowDraw:
         -------
         self : WindowDraw
         """
-        self._recent.clear()
+        self._head = self._count = 0
         return self
 
     def __call__(self) -> int:
@@ -141,27 +142,18 @@ class WindowDraw:
         -------
         int
         """
-        while True:
-            if self._next == len(self._candidates):  # uniform candidates, drawn in blocks
-                self._candidates = self.rng.integers(self.n_rows, size=256).tolist()
-                self._next = 0
-            i = self._candidates[self._next]
-            self._next += 1
-            if self._lag == 0 or i not in self._recent:
-                break
-        if self._lag:
-            self._recent.append(i)
-        return i
+        return int(self.take(1)[0])
 
     def _mark(self) -> tuple[Any, ...]:
-        """The draw state now, for :meth:`_rewind` (the candidate list is replaced, not edited)."""
-        return (self.rng.bit_generator.state, self._candidates, self._next, tuple(self._recent))
+        """The draw state now, for :meth:`_rewind` (the candidates are replaced, not edited)."""
+        return (self.rng.bit_generator.state, self._candidates, self._next,
+                self._recent.copy(), self._head, self._count)  # fmt: skip
 
     def _rewind(self, mark: tuple[Any, ...]) -> None:
         """Back to the state of :meth:`_mark`: the next draws repeat those made since."""
-        self.rng.bit_generator.state, self._candidates, self._next, recent = mark
-        self._recent.clear()
-        self._recent.extend(recent)
+        state, self._candidates, self._next, recent, self._head, self._count = mark
+        self.rng.bit_generator.state = state
+        self._recent[:] = recent
 
     def take(self, n: int) -> np.ndarray:
         """The next ``n`` row indices of the stream.
@@ -175,7 +167,44 @@ class WindowDraw:
         -------
         ndarray of int, shape (n,)
         """
-        return np.fromiter((self() for _ in range(n)), dtype=np.int64, count=n)
+        out = np.empty(int(n), dtype=np.int64)
+        k = 0
+        while k < len(out):
+            if self._next == len(self._candidates):  # uniform candidates, drawn in blocks
+                self._candidates = self.rng.integers(self.n_rows, size=256)
+                self._next = 0
+            self._next, self._head, self._count, k = _accept_candidates(
+                self._candidates, self._next, self._recent, self._head, self._count, out, k
+            )
+        return out
+
+
+@njit(cache=True, nogil=True)
+def _accept_candidates(candidates, nxt, recent, head, count, out, k):  # pragma: no cover
+    """Fill ``out[k:]`` with the candidates from ``nxt`` on that are not recent rows.
+
+    A row is recent if among the ``count`` entries of the ring ``recent``; each accepted
+    row enters it at ``head``. Stops when ``out`` or the candidates run out; returns the
+    new ``nxt``, ``head``, ``count`` and ``k``.
+    """
+    lag = recent.shape[0]
+    while k < out.shape[0] and nxt < candidates.shape[0]:
+        i = candidates[nxt]
+        nxt += 1
+        seen = False
+        for j in range(count):
+            if recent[j] == i:
+                seen = True
+                break
+        if seen:
+            continue
+        out[k] = i
+        k += 1
+        if lag:
+            recent[head] = i
+            head = (head + 1) % lag
+            count = min(count + 1, lag)
+    return nxt, head, count, k
 
 
 # Blocks of a clean stream: small first (a stream may alarm early), doubling up to a cap

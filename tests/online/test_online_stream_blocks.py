@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 import pytest
 
@@ -9,9 +11,38 @@ from dgpbench.online import OnlineCVMDetector, OnlineMMDDetector
 from dgpbench.online.streams import WindowDraw, clean_run_times, shift_delays
 
 
+class _PythonWindowDraw:
+    """Oracle of :class:`WindowDraw`: one candidate at a time, the recent rows in a deque."""
+
+    def __init__(self, n_rows, window_size, rng):
+        self.n_rows, self.rng, self._lag = n_rows, rng, window_size - 1
+        self._recent = deque(maxlen=max(self._lag, 1))
+        self._candidates, self._next = [], 0
+
+    def restart(self):
+        self._recent.clear()
+        return self
+
+    def __call__(self):
+        while True:
+            if self._next == len(self._candidates):
+                self._candidates = self.rng.integers(self.n_rows, size=256).tolist()
+                self._next = 0
+            i = self._candidates[self._next]
+            self._next += 1
+            if self._lag == 0 or i not in self._recent:
+                break
+        if self._lag:
+            self._recent.append(i)
+        return i
+
+    def take(self, n):
+        return np.array([self() for _ in range(n)], dtype=np.int64)
+
+
 def _clean_per_row(detector, pool, n_streams, max_steps, seed, window_size):
     """Oracle: one ``update`` per drawn row, until the alarm or ``max_steps``."""
-    draw = WindowDraw(len(pool), window_size, np.random.default_rng(seed))
+    draw = _PythonWindowDraw(len(pool), window_size, np.random.default_rng(seed))
     times, censored = [], []
     for _ in range(n_streams):
         draw.restart()
@@ -29,8 +60,8 @@ def _shift_per_row(detector, clean_pool, shifted_pool, change_point, n_streams, 
                    seed, window_size):  # fmt: skip
     """Oracle: all rows of a stream drawn first, then one ``update`` each until the alarm."""
     rng = np.random.default_rng(seed)
-    before = WindowDraw(len(clean_pool), window_size, rng)
-    after = WindowDraw(len(shifted_pool), window_size, rng)
+    before = _PythonWindowDraw(len(clean_pool), window_size, rng)
+    after = _PythonWindowDraw(len(shifted_pool), window_size, rng)
     delays = []
     for _ in range(n_streams):
         rows = np.concatenate([clean_pool[before.restart().take(change_point)],
@@ -98,3 +129,13 @@ def test_a_rewound_draw_repeats_its_rows():
     first = draw.take(700)
     draw._rewind(mark)
     np.testing.assert_array_equal(draw.take(700), first)
+
+
+@pytest.mark.parametrize("n_rows, window", [(12, 4), (5, 5), (30, 1), (1, 1)])
+def test_compiled_draws_equal_one_candidate_at_a_time(n_rows, window):
+    fast = WindowDraw(n_rows, window, np.random.default_rng(7))
+    slow = _PythonWindowDraw(n_rows, window, np.random.default_rng(7))
+    for n in (1, 3, 255, 600, 2, 1000):
+        np.testing.assert_array_equal(fast.take(n), slow.take(n))
+        fast.restart(), slow.restart()
+    assert fast() == slow()
