@@ -253,6 +253,12 @@ def clean_run_times(
     ------
     ValueError
         If ``pool`` has fewer rows than the window.
+
+    Notes
+    -----
+    A stream's rows are fed in blocks through the detector's ``run`` (one compiled loop);
+    the rows drawn past an alarm are given back to the generator, so the run times, and
+    the rows of every stream, are those of one ``update`` per drawn row.
     """
     draw = WindowDraw(len(pool), _window_of(detector, window_size), np.random.default_rng(seed))
     times = np.empty(n_streams, dtype=np.int64)
