@@ -6,6 +6,8 @@ corruptions at one intensity, 20 draws); the runs that only read outputs share o
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -108,8 +110,17 @@ def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path, tiny_gr
         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     logs = workdir / "results" / "logs" / "features"
+    owner = workdir / ".snakemake" / "dgpbench-run.owner.json"
+
+    def running() -> bool:  # a features job started, and `dgpbench run` recorded its lock
+        if not (logs.exists() and any(logs.rglob("*.log")) and owner.exists()):
+            return False
+        with contextlib.suppress(ValueError):
+            return bool(json.loads(owner.read_text())["locks"])
+        return False  # the record caught mid-write
+
     deadline = time.monotonic() + 240
-    while not (logs.exists() and any(logs.rglob("*.log"))):
+    while not running():
         assert proc.poll() is None, "the run ended before any features job started"
         assert time.monotonic() < deadline, "no features job started in time"
         time.sleep(0.2)
