@@ -61,6 +61,9 @@ class LazyRegistry(MutableMapping[str, Any]):
         del self._targets[name]
         self._loaded.pop(name, None)
 
+    def __contains__(self, name: object) -> bool:  # Mapping's default would import the entry
+        return name in self._targets
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._targets)
 

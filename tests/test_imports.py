@@ -333,3 +333,21 @@ def test_the_workflow_parse_loads_no_torch_scipy_or_scikit_learn():
         ).stdout.split()
     )
     assert not loaded & {"torch", "sklearn", "scipy.stats", "numba"}
+
+
+def test_a_lazy_registry_imports_a_module_only_when_its_entry_is_looked_up():
+    code = (
+        "import sys\n"
+        "from dgpbench.detectors.registry import DETECTORS\n"
+        "names = list(DETECTORS); assert 'cvm' in DETECTORS and len(DETECTORS) == len(names)\n"
+        "before = {m for m in sys.modules if m.startswith('dgpbench.detectors.')}\n"
+        "cls = DETECTORS['cvm']\n"
+        "after = {m for m in sys.modules if m.startswith('dgpbench.detectors.')}\n"
+        "DETECTORS['twin'] = cls; assert DETECTORS['twin'] is cls; del DETECTORS['twin']\n"
+        "print(cls.__name__, sorted(before), 'dgpbench.detectors.cvm' in after, list(DETECTORS) == names)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split(maxsplit=1)
+    assert out[0] == "CvMShiftDetector"
+    assert out[1].strip() == "['dgpbench.detectors.registry'] True True"

@@ -48,6 +48,9 @@ class _Methods(Mapping[str, tuple[type, dict[str, Any], str]]):
         cls_name, fixed = METHOD_CLASSES[name]
         return _CLASSES[cls_name], fixed, METHOD_LABELS[name]
 
+    def __contains__(self, name: object) -> bool:  # without importing the method's module
+        return name in METHOD_CLASSES
+
     def __iter__(self) -> Iterator[str]:
         return iter(METHOD_CLASSES)
 
