@@ -115,8 +115,8 @@ class OnlineDetector:
     def thresholds_for(self, t0: int, n: int) -> np.ndarray:
         """The thresholds of steps ``t0 + 1 .. t0 + n``: per step, then the last one.
 
-        The one definition of a step's threshold: :meth:`threshold_at`, :meth:`update` and
-        :meth:`run` (one array per block, compared in the compiled loop) take it from here.
+        :meth:`run` compares each row's statistic with these in its compiled loop;
+        :meth:`threshold_at` and :meth:`update` look up one step by the same rule.
 
         Parameters
         ----------
@@ -141,10 +141,7 @@ class OnlineDetector:
         >>> bool((thr[5:] == det.thresholds_[-1]).all())
         True
         """
-        k0 = int(t0) + 1 - self.first_step_  # index into thresholds_ of step t0 + 1
-        out = self.thresholds_.take(np.arange(k0, k0 + int(n)), mode="clip")
-        out[: min(int(n), max(0, -k0))] = np.nan
-        return out
+        return self._step_thresholds(np.arange(int(t0) + 1, int(t0) + int(n) + 1))
 
     def threshold_at(self, t: int) -> float:
         """The threshold of step ``t`` (1-based): per step, then the last one.
@@ -157,9 +154,24 @@ class OnlineDetector:
         Returns
         -------
         float
-            NaN before :attr:`first_step_`; :meth:`thresholds_for` of the one step.
+            NaN before :attr:`first_step_`; as :meth:`thresholds_for` gives it.
         """
-        return float(self.thresholds_for(t - 1, 1)[0])
+        return float(self._step_thresholds(t))
+
+    def _step_thresholds(self, t: Any) -> Any:
+        """The threshold of each step ``t`` (an int or an array of them): the one rule.
+
+        Entry ``t`` of NaN (steps ``0 .. first_step_ - 1``) followed by ``thresholds_``,
+        the last entry for every later step. The table is built once per fitted
+        ``thresholds_``: a step's lookup is one ``take``, as cheap for one step (each
+        :meth:`update`) as for a block.
+        """
+        cached = self.__dict__.get("_thresholds_by_step")
+        if cached is None or cached[0] is not self.thresholds_ or cached[1] != self.first_step_:
+            table = np.concatenate([np.full(self.first_step_, np.nan),
+                                    np.asarray(self.thresholds_, dtype=np.float64)])  # fmt: skip
+            cached = self._thresholds_by_step = (self.thresholds_, self.first_step_, table)
+        return cached[2].take(t, mode="clip")
 
     def reset(self) -> OnlineDetector:
         """Start a new stream (the window back to its initial state, ``t = 0``).

@@ -135,6 +135,8 @@ def test_the_thresholds_of_a_block_are_those_of_each_step(cls):
     assert each[7:] == [det.thresholds_[-1]] * 8 and len(det.thresholds_for(7, 0)) == 0
     ran = det.reset().run(rng.normal(size=(15, 2)), stop_at_alarm=False)
     np.testing.assert_array_equal([r.threshold for r in ran], each)
+    det.thresholds_ = det.thresholds_ + 1.0  # new thresholds (a refit, a restored state)
+    np.testing.assert_array_equal(det.thresholds_for(0, 15), np.array(each) + 1.0)
 
 
 def test_an_alarm_needs_a_statistic_strictly_above_a_threshold_and_neither_nan():
