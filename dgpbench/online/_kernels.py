@@ -98,11 +98,11 @@ def cvm_step(x, ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled,
 
 @njit(cache=True, nogil=True)
 def cvm_steps(X, ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled, stats, out,
-              thresholds, t, first_step, stop):  # pragma: no cover  # fmt: skip
-    """:func:`cvm_step` for each row of ``X`` (``t`` steps already seen); the rows fed.
+              thresholds, stop):  # pragma: no cover  # fmt: skip
+    """:func:`cvm_step` for each row of ``X``; the rows fed.
 
-    Statistics go to ``out``; with ``stop``, the feeding ends after the first one above its
-    step's threshold.
+    Statistics go to ``out``; with ``stop``, the feeding ends after the first row whose
+    statistic :func:`exceeds` its step's threshold (``thresholds[r]`` for row ``r``).
     """
     W = window.shape[0]
     for r in range(X.shape[0]):
@@ -110,17 +110,20 @@ def cvm_steps(X, ref_sorted, cum_k, cum_k2, window, a, left, cw, q, pos, filled,
                           stats)  # fmt: skip
         pos = (pos + 1) % W
         filled = min(W, filled + 1)
-        if stop and _alarm(out[r], thresholds, t + r + 1, first_step):
+        if stop and exceeds(out[r], thresholds[r]):
             return r + 1
     return X.shape[0]
 
 
 @njit(cache=True, nogil=True)
-def _alarm(stat, thresholds, t, first_step):  # pragma: no cover
-    k = t - first_step
-    if k < 0:
-        return False
-    return stat > thresholds[min(k, thresholds.shape[0] - 1)]
+def exceeds(stat, threshold):  # pragma: no cover
+    """The alarm decision: ``stat > threshold``, strictly; a NaN on either side never alarms.
+
+    The thresholds are NaN before the first step that can alarm, the statistics while the
+    window fills. :class:`~dgpbench.online.base.OnlineDetector` decides with this function's
+    Python original (``exceeds.py_func``), the compiled loops with the compiled one.
+    """
+    return stat > threshold
 
 
 @njit(cache=True, nogil=True)
@@ -185,11 +188,12 @@ def mmd_statistic(kxx_term, kyy_sum, kxy, m):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def mmd_steps(X, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum, kxx_term,
-              out, thresholds, t, first_step, stop):  # pragma: no cover  # fmt: skip
+              out, thresholds, stop):  # pragma: no cover  # fmt: skip
     """:func:`mmd_step` for each row of ``X``; the rows fed and the final ``kyy_sum``.
 
     The statistics go to ``out`` (NaN while the window fills); with ``stop``, the feeding
-    ends after the first one above its step's threshold.
+    ends after the first row whose statistic :func:`exceeds` its step's threshold
+    (``thresholds[r]`` for row ``r``).
     """
     m = ref_T.shape[1]
     W = window.shape[0]
@@ -198,7 +202,7 @@ def mmd_steps(X, ref_T, ref_sq, gamma, window, kyy, kxy, pos, filled, kyy_sum, k
         pos = (pos + 1) % W
         filled = min(W, filled + 1)
         out[r] = math.nan if filled < W else mmd_statistic(kxx_term, kyy_sum, kxy, m)
-        if stop and _alarm(out[r], thresholds, t + r + 1, first_step):
+        if stop and exceeds(out[r], thresholds[r]):
             return r + 1, kyy_sum
     return X.shape[0], kyy_sum
 

@@ -17,7 +17,10 @@ from typing import Any
 import numpy as np
 
 from dgpbench.detectors.base import package_version
-from dgpbench.online._kernels import all_finite
+from dgpbench.online._kernels import all_finite, exceeds
+
+# The alarm decision of the compiled loops, run as Python where one step is decided at a time.
+_exceeds = exceeds.py_func
 
 __all__ = ["OnlineDetector", "OnlineResult"]
 
@@ -31,7 +34,8 @@ class OnlineResult:
     t : int
         Number of stream samples seen so far (this one included).
     is_drift : bool
-        ``statistic > threshold``: the stream is flagged as shifted.
+        ``statistic > threshold`` (False while either is NaN): the stream is flagged as
+        shifted.
     statistic : float
         The detector's statistic over its window (NaN while the window is filling).
     threshold : float
@@ -108,6 +112,37 @@ class OnlineDetector:
     thresholds_: np.ndarray
     first_step_: int
 
+    def thresholds_for(self, t0: int, n: int) -> np.ndarray:
+        """The thresholds of steps ``t0 + 1 .. t0 + n``: per step, then the last one.
+
+        :meth:`run` compares each row's statistic with these in its compiled loop;
+        :meth:`threshold_at` and :meth:`update` look up one step by the same rule.
+
+        Parameters
+        ----------
+        t0 : int
+            Number of stream samples seen before the first of these steps.
+        n : int
+            Number of steps.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            NaN before :attr:`first_step_` (no alarm is possible there).
+
+        Examples
+        --------
+        >>> from dgpbench.online import OnlineCVMDetector
+        >>> det = OnlineCVMDetector(ert=50, window_size=3, n_bootstraps=500, random_state=0)
+        >>> det = det.fit(np.random.default_rng(0).normal(size=(60, 2)))
+        >>> thr = det.thresholds_for(0, 7)
+        >>> bool(np.isnan(thr[:2]).all()), bool((thr[2:5] == det.thresholds_).all())
+        (True, True)
+        >>> bool((thr[5:] == det.thresholds_[-1]).all())
+        True
+        """
+        return self._step_thresholds(np.arange(int(t0) + 1, int(t0) + int(n) + 1))
+
     def threshold_at(self, t: int) -> float:
         """The threshold of step ``t`` (1-based): per step, then the last one.
 
@@ -119,12 +154,24 @@ class OnlineDetector:
         Returns
         -------
         float
-            NaN before :attr:`first_step_`.
+            NaN before :attr:`first_step_`; as :meth:`thresholds_for` gives it.
         """
-        k = t - self.first_step_
-        if k < 0:
-            return float("nan")
-        return float(self.thresholds_[min(k, len(self.thresholds_) - 1)])
+        return float(self._step_thresholds(t))
+
+    def _step_thresholds(self, t: Any) -> Any:
+        """The threshold of each step ``t`` (an int or an array of them): the one rule.
+
+        Entry ``t`` of NaN (steps ``0 .. first_step_ - 1``) followed by ``thresholds_``,
+        the last entry for every later step. The table is built once per fitted
+        ``thresholds_``: a step's lookup is one ``take``, as cheap for one step (each
+        :meth:`update`) as for a block.
+        """
+        cached = self.__dict__.get("_thresholds_by_step")
+        if cached is None or cached[0] is not self.thresholds_ or cached[1] != self.first_step_:
+            table = np.concatenate([np.full(self.first_step_, np.nan),
+                                    np.asarray(self.thresholds_, dtype=np.float64)])  # fmt: skip
+            cached = self._thresholds_by_step = (self.thresholds_, self.first_step_, table)
+        return cached[2].take(t, mode="clip")
 
     def reset(self) -> OnlineDetector:
         """Start a new stream (the window back to its initial state, ``t = 0``).
@@ -165,14 +212,13 @@ class OnlineDetector:
             raise ValueError("a sample has a NaN or infinite feature")
         return x
 
-    def _result(self, t: int, stat: float) -> OnlineResult:
-        """The record of step ``t`` whose statistic is ``stat``."""
-        thr = self.threshold_at(t)
+    def _result(self, t: int, stat: float, thr: float) -> OnlineResult:
+        """The record of step ``t`` whose statistic is ``stat`` and threshold ``thr``."""
         if not math.isfinite(thr):
             stat = math.nan
         return OnlineResult(
             t=t,
-            is_drift=stat > thr,
+            is_drift=_exceeds(stat, thr),
             statistic=stat,
             threshold=thr,
             run_time=max(0, t - self.first_step_ + 1),
@@ -202,7 +248,7 @@ class OnlineDetector:
             self.reset()
         x = self._checked_sample(x)
         self.t_ += 1
-        return self._result(self.t_, float(self._step(x)))
+        return self._result(self.t_, float(self._step(x)), self.threshold_at(self.t_))
 
     def run(self, X: Any, *, stop_at_alarm: bool = True) -> list[OnlineResult]:
         """Feed the rows of ``X`` in order (continuing the current stream).
@@ -240,22 +286,25 @@ class OnlineDetector:
         bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
         good = X[: bad[0]] if len(bad) else X
         t0 = self.t_
-        stats = self._steps(good, stop_at_alarm)
+        thresholds = self.thresholds_for(t0, len(good))
+        stats = self._steps(good, thresholds, stop_at_alarm)
         self.t_ += len(stats)
-        out = [self._result(t0 + i + 1, float(s)) for i, s in enumerate(stats)]
+        steps = zip(stats.tolist(), thresholds[: len(stats)].tolist(), strict=True)
+        out = [self._result(t0 + i, s, thr) for i, (s, thr) in enumerate(steps, start=1)]
         if len(bad) and not (stop_at_alarm and out and out[-1].is_drift):
             raise ValueError("a sample has a NaN or infinite feature")
         return out
 
-    def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
+    def _steps(self, X: np.ndarray, thresholds: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
         """The statistics of the rows of ``X`` fed in order, stopping after an alarm if asked.
 
-        A subclass may replace this loop over ``_step`` by a compiled one.
+        ``thresholds[i]`` is row ``i``'s (:meth:`thresholds_for`). A subclass may replace
+        this loop over ``_step`` by a compiled one deciding with the compiled ``exceeds``.
         """
         stats = np.empty(len(X))
         for i, x in enumerate(X):
             stats[i] = self._step(x)
-            if stop_at_alarm and self._result(self.t_ + i + 1, stats[i]).is_drift:
+            if stop_at_alarm and _exceeds(stats[i], thresholds[i]):
                 return stats[: i + 1]
         return stats
 

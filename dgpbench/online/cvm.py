@@ -291,12 +291,11 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         self._filled = min(W, self._filled + 1)
         return stat
 
-    def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
+    def _steps(self, X: np.ndarray, thresholds: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
         W, out = int(self.window_size), np.empty(len(X))
         fed = cvm_steps(X, self.ref_sorted_, self.cum_k_, self.cum_k2_, self._window, self._a,
                         self._left, self._cw, self._q, self._pos, self._filled, self._stats,
-                        out, self.thresholds_, self.t_, self.first_step_,
-                        stop_at_alarm)  # fmt: skip
+                        out, thresholds, stop_at_alarm)  # fmt: skip
         self._pos = (self._pos + fed) % W
         self._filled = min(W, self._filled + fed)
         return out[:fed]

@@ -8,11 +8,80 @@ keeps it (:func:`run_times`, :func:`mean_run_time_interval`) and what it buys
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 __all__ = ["detection_delay", "mean_run_time_interval", "run_times"]
+
+
+# Blocks of a stream: small first (a stream may alarm early), doubling up to a cap that
+# bounds the rows drawn past the alarm.
+_FIRST_BLOCK, _MAX_BLOCK = 32, 2048
+
+
+class _Rows(Protocol):
+    """The rows of the streams: ``start`` one, ``take`` its next rows, ``give_back`` some."""
+
+    def start(self) -> None: ...
+
+    def take(self, n: int) -> np.ndarray: ...
+
+    def give_back(self, k: int) -> None:
+        """The last ``k`` rows of the last ``take`` were not fed (the stream alarmed first)."""
+
+
+def _stream_run_times(
+    detector: Any, rows: _Rows, n_streams: int, max_steps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run times of fresh streams, each fed in blocks through ``run`` to an alarm or ``max_steps``.
+
+    The one loop of :func:`run_times` and :func:`dgpbench.online.streams.clean_run_times`.
+    The decisions are those of one ``update`` per row (``run`` stops after the first alarm),
+    and the rows taken past an alarm are given back.
+    """
+    times = np.empty(n_streams, dtype=np.int64)
+    censored = np.zeros(n_streams, dtype=bool)
+    for k in range(n_streams):
+        rows.start()
+        detector.reset()
+        block, t = _FIRST_BLOCK, 0
+        while True:
+            n = max(1, min(block, max_steps - t))  # at least one row, as one update would
+            results = detector.run(rows.take(n))
+            last = results[-1]
+            if last.is_drift or last.t >= max_steps:
+                break
+            t, block = last.t, min(2 * block, _MAX_BLOCK)
+        if len(results) < n:
+            rows.give_back(n - len(results))
+        times[k], censored[k] = last.run_time, not last.is_drift
+    return times, censored
+
+
+class _Draws:
+    """The rows of ``draw()``, one call each; rows given back start the next stream."""
+
+    def __init__(self, draw: Callable[[], Any]) -> None:
+        self.draw = draw
+        self._last: list[np.ndarray] = []
+        self._pending: list[np.ndarray] = []
+
+    def start(self) -> None:
+        pass
+
+    def take(self, n: int) -> np.ndarray:
+        rows, self._pending = self._pending[:n], self._pending[n:]
+        rows += [np.asarray(self.draw(), dtype=np.float64).reshape(-1)
+                 for _ in range(n - len(rows))]  # fmt: skip
+        widths = {len(r) for r in rows}
+        if len(widths) > 1:
+            raise ValueError(f"draw() returned samples of different widths {sorted(widths)}")
+        self._last = rows
+        return np.array(rows)
+
+    def give_back(self, k: int) -> None:
+        self._pending = self._last[len(self._last) - k :] + self._pending
 
 
 def run_times(
@@ -39,6 +108,18 @@ def run_times(
     censored : ndarray of bool, shape (n_streams,)
         True where no alarm came within ``max_steps``.
 
+    Raises
+    ------
+    ValueError
+        If a sample has the wrong width or a non-finite value.
+
+    Notes
+    -----
+    The samples are drawn ahead in blocks and fed through the detector's ``run`` (one
+    compiled loop); those drawn past a stream's alarm start the next stream, so the streams
+    are those of one ``update`` per ``draw()``, the same decisions and run times. Up to
+    ``2048`` samples are drawn past the last stream's end.
+
     Examples
     --------
     >>> from dgpbench.online import OnlineCVMDetector
@@ -49,17 +130,7 @@ def run_times(
     >>> times.shape, bool(censored.any())
     ((5,), False)
     """
-    times = np.empty(n_streams, dtype=np.int64)
-    censored = np.zeros(n_streams, dtype=bool)
-    for k in range(n_streams):
-        detector.reset()
-        while True:
-            result = detector.update(draw())
-            if result.is_drift or result.t >= max_steps:
-                break
-        times[k] = result.run_time
-        censored[k] = not result.is_drift
-    return times, censored
+    return _stream_run_times(detector, _Draws(draw), n_streams, max_steps)
 
 
 def mean_run_time_interval(times: Any, level: float = 0.95) -> tuple[float, float]:

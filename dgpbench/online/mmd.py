@@ -263,12 +263,12 @@ class OnlineMMDDetector(OnlineDetector, BaseEstimator):
             return float("nan")
         return mmd_statistic(self.kxx_term_, self._kyy_sum, self._kxy, m)
 
-    def _steps(self, X: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
+    def _steps(self, X: np.ndarray, thresholds: np.ndarray, stop_at_alarm: bool) -> np.ndarray:
         W, out = int(self.window_size), np.empty(len(X))
         fed, self._kyy_sum = mmd_steps(
             X, self._ref_T, self.ref_sq_, self.gamma_, self._window, self._kyy, self._kxy,
-            self._pos, self._filled, self._kyy_sum, self.kxx_term_, out, self.thresholds_,
-            self.t_, self.first_step_, stop_at_alarm,
+            self._pos, self._filled, self._kyy_sum, self.kxx_term_, out, thresholds,
+            stop_at_alarm,
         )  # fmt: skip
         self._pos = (self._pos + fed) % W
         self._filled = min(W, self._filled + fed)

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from dgpbench.online.evaluation import detection_delay
+from dgpbench.online.evaluation import _stream_run_times, detection_delay
 from dgpbench.online.registry import ONLINE_DETECTORS
 
 __all__ = [
@@ -207,11 +207,6 @@ def _accept_candidates(candidates, nxt, recent, head, count, out, k):  # pragma:
     return nxt, head, count, k
 
 
-# Blocks of a clean stream: small first (a stream may alarm early), doubling up to a cap
-# that bounds the rows drawn past the alarm and given back.
-_FIRST_BLOCK, _MAX_BLOCK = 32, 2048
-
-
 def _window_of(detector: Any, window_size: int | None) -> int:
     return int(detector.window_size if window_size is None else window_size)
 
@@ -261,37 +256,31 @@ def clean_run_times(
     the rows of every stream, are those of one ``update`` per drawn row.
     """
     draw = WindowDraw(len(pool), _window_of(detector, window_size), np.random.default_rng(seed))
-    times = np.empty(n_streams, dtype=np.int64)
-    censored = np.zeros(n_streams, dtype=bool)
-    for k in range(n_streams):
-        times[k], censored[k] = _clean_stream(detector, pool, draw.restart(), max_steps)
-    return times, censored
+    return _stream_run_times(detector, _PoolRows(pool, draw), n_streams, max_steps)
 
 
-def _clean_stream(
-    detector: Any, pool: np.ndarray, draw: WindowDraw, max_steps: int
-) -> tuple[int, bool]:
-    """One clean stream fed in blocks through ``run``: its run time, and whether censored.
+class _PoolRows:
+    """The rows of ``pool`` that a :class:`WindowDraw` picks, each stream from a restart.
 
-    The decisions are those of one ``update`` per drawn row up to the alarm or
-    ``max_steps`` (at least one row), and so are the draws: the rows drawn past the alarm
-    are given back, so the next stream starts from the same generator state.
+    Rows given back are undrawn (the generator rewound): the next stream starts from the
+    generator state of one ``update`` per drawn row.
     """
-    detector.reset()
-    block, t = _FIRST_BLOCK, 0
-    while True:
-        n = max(1, min(block, max_steps - t))
-        mark = draw._mark()
-        results = detector.run(pool[draw.take(n)])  # stops after the first alarm
-        last = results[-1]
-        if last.is_drift:
-            if len(results) < n:
-                draw._rewind(mark)
-                draw.take(len(results))
-            return last.run_time, False
-        if last.t >= max_steps:
-            return last.run_time, True
-        t, block = last.t, min(2 * block, _MAX_BLOCK)
+
+    def __init__(self, pool: np.ndarray, draw: WindowDraw) -> None:
+        self.pool, self.draw = pool, draw
+        self._mark: tuple[Any, ...] = ()
+        self._n = 0
+
+    def start(self) -> None:
+        self.draw.restart()
+
+    def take(self, n: int) -> np.ndarray:
+        self._mark, self._n = self.draw._mark(), n
+        return self.pool[self.draw.take(n)]
+
+    def give_back(self, k: int) -> None:
+        self.draw._rewind(self._mark)
+        self.draw.take(self._n - k)
 
 
 def shift_delays(

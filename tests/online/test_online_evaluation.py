@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dgpbench.online import (
+    OnlineCVMDetector,
     OnlineMMDDetector,
     detection_delay,
     mean_run_time_interval,
@@ -51,3 +52,32 @@ def test_detection_delay_counts_from_the_first_shifted_sample():
     delay = detection_delay(det, clean, shifted)
     assert 1 <= delay <= 5
     assert detection_delay(det, clean, clean) is None or detection_delay(det, clean, clean) <= 0
+
+
+def _run_times_per_update(detector, draw, n_streams, max_steps):
+    """Oracle: one ``update`` per ``draw()``, the streams one after the other."""
+    times, censored = [], []
+    for _ in range(n_streams):
+        detector.reset()
+        while True:
+            result = detector.update(draw())
+            if result.is_drift or result.t >= max_steps:
+                break
+        times.append(result.run_time)
+        censored.append(not result.is_drift)
+    return np.array(times), np.array(censored)
+
+
+@pytest.mark.parametrize("cls", [OnlineMMDDetector, OnlineCVMDetector], ids=["mmd", "cvm"])
+@pytest.mark.parametrize("max_steps", [3, 60, 400])
+def test_run_times_in_blocks_equal_one_update_per_draw(cls, max_steps):
+    # blocks of 32 then 64 rows: streams end inside a block, past one, and censored
+    rng = np.random.default_rng(5)
+    det = cls(ert=100, window_size=4, n_bootstraps=2000, random_state=0)
+    det.fit(rng.normal(size=(200, 2)))
+    blocks, rows = np.random.default_rng(6), np.random.default_rng(6)
+    got = run_times(det, lambda: blocks.normal(size=2), 12, max_steps)
+    want = _run_times_per_update(det, lambda: rows.normal(size=2), 12, max_steps)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert max_steps < 60 or (not want[1].all() and (want[0] > 32).any())

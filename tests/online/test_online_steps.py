@@ -121,3 +121,28 @@ def test_a_stream_state_whose_counts_do_not_match_its_window_is_refused():
         det.set_stream_state(state, arrays)
     with pytest.raises(ValueError, match="while the window fills"):
         det.set_stream_state({**state, "filled": 2, "pos": 0}, det.get_stream_state()[1])
+
+
+@pytest.mark.parametrize("cls", [OnlineCVMDetector, OnlineMMDDetector])
+def test_the_thresholds_of_a_block_are_those_of_each_step(cls):
+    rng = np.random.default_rng(6)
+    det = cls(ert=20, window_size=4, n_bootstraps=200, random_state=0)
+    det.fit(rng.normal(size=(30, 2)))
+    each = [det.threshold_at(t) for t in range(1, 16)]
+    np.testing.assert_array_equal(det.thresholds_for(0, 15), each)
+    np.testing.assert_array_equal(det.thresholds_for(5, 10), each[5:])
+    assert np.isnan(each[:3]).all() and each[3:7] == det.thresholds_.tolist()
+    assert each[7:] == [det.thresholds_[-1]] * 8 and len(det.thresholds_for(7, 0)) == 0
+    ran = det.reset().run(rng.normal(size=(15, 2)), stop_at_alarm=False)
+    np.testing.assert_array_equal([r.threshold for r in ran], each)
+    det.thresholds_ = det.thresholds_ + 1.0  # new thresholds (a refit, a restored state)
+    np.testing.assert_array_equal(det.thresholds_for(0, 15), np.array(each) + 1.0)
+
+
+def test_an_alarm_needs_a_statistic_strictly_above_a_threshold_and_neither_nan():
+    from dgpbench.online._kernels import exceeds
+
+    cases = [(2.0, 1.0, True), (1.0, 1.0, False), (0.5, 1.0, False), (np.nan, 1.0, False),
+             (2.0, np.nan, False), (np.nan, np.nan, False), (np.inf, np.inf, False)]  # fmt: skip
+    for stat, thr, want in cases:
+        assert exceeds(stat, thr) is want and exceeds.py_func(stat, thr) is want
