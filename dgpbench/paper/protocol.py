@@ -42,7 +42,7 @@ from numbers import Real
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from dgpbench._validation import as_float_array, check_int
 from dgpbench.detectors.batch import draw_decision, is_per_feature, per_feature_pvalues
@@ -493,7 +493,7 @@ def wilson_interval(
         raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    z = norm.ppf(0.5 + confidence / 2)
+    z = ndtri(0.5 + confidence / 2)  # norm.ppf: scipy.stats costs each job a second
     z2 = z * z
     center = (k + z2 / 2) / (n + z2)
     half = z / (n + z2) * np.sqrt(k * (n - k) / n + z2 / 4)
