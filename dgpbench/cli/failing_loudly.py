@@ -109,11 +109,10 @@ def _pools_id(dataset: str, seed: int, x: np.ndarray, *index: np.ndarray) -> str
 
 
 def _images(args: argparse.Namespace) -> None:
-    from dgpbench.data.datasets import load_dataset, stratified_choice
+    from dgpbench.data.datasets import VALIDATION_SPLIT_SEED, load_dataset, stratified_choice
     from dgpbench.failing_loudly.grid import run_split
-    from dgpbench.models.train import TrainConfig
 
-    split_seed = TrainConfig().split_seed if args.split_seed is None else args.split_seed
+    split_seed = VALIDATION_SPLIT_SEED if args.split_seed is None else args.split_seed
     if not 0 < args.val_fraction < 1:
         raise ValueError(f"--val-fraction must be in (0, 1), got {args.val_fraction}")
     x_tr, y_tr = load_dataset(args.dataset, args.data_root, "train", download=args.download)

@@ -54,6 +54,8 @@ SPLITS: tuple[str, ...] = ("train", "test")
 ENV_DATA_ROOT = "DGPBENCH_DATA_ROOT"
 DIGITS_TEST_FRACTION = 0.3
 DIGITS_SPLIT_SEED = 0
+VALIDATION_SPLIT_SEED = 42
+"""The default seed of the training images' validation split (``TrainConfig.split_seed``)."""
 
 _N_CLASSES = {"mnist": 10, "fashion-mnist": 10, "cifar10": 10, "emnist": 47, "digits": 10}
 _N_TEST = {"mnist": 10000, "fashion-mnist": 10000, "cifar10": 10000, "emnist": 18800, "digits": 539}
