@@ -377,7 +377,7 @@ def test_table_and_model_free_steps_load_no_torch_scikit_learn_or_scipy_stats():
         "from dgpbench.data.datasets import VALIDATION_SPLIT_SEED, load_dataset\n"
         "load_dataset('digits', split='test')"
     )
-    heavy = {"torch", "sklearn", "scipy.stats", "numba", "matplotlib", "seaborn"}
+    heavy = {"torch", "sklearn", "scipy.stats", "scipy.ndimage", "numba", "matplotlib", "seaborn"}
     assert not loaded & heavy, sorted(loaded & heavy)
 
 
