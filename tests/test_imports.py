@@ -391,3 +391,19 @@ def test_fl_images_on_digits_loads_no_torch(tmp_path):
     )
     assert out.stat().st_size > 0
     assert not loaded & {"torch", "sklearn", "scipy.stats"}, sorted(loaded)
+
+
+def test_the_image_steps_on_digits_load_no_pandas_torch_or_scikit_learn(tmp_path):
+    # `images` and `corrupt` run once per data set and corruption: their start-up is most of
+    # their time
+    clean, noisy = tmp_path / "clean.npz", tmp_path / "GN.npz"
+    loaded = _loaded_after(
+        "from dgpbench.cli.main import main\n"
+        "assert main(['images', '--dataset', 'digits', '--n-refs', '20', '--n-test', '20',"
+        f" '--out', {str(clean)!r}]) in (0, None)\n"
+        "assert main(['corrupt', '--dataset', 'digits', '--images', "
+        f"{str(clean)!r}, '--corruption', 'GN', '--intensities', '6', '--out', {str(noisy)!r}])"
+        " in (0, None)"
+    )
+    assert noisy.stat().st_size > 0
+    assert not loaded & {"pandas", "torch", "sklearn", "scipy.stats"}, sorted(loaded)
