@@ -381,7 +381,7 @@ def test_table_and_model_free_steps_load_no_torch_scikit_learn_or_scipy_stats():
     assert not loaded & heavy, sorted(loaded & heavy)
 
 
-def test_fl_images_on_digits_loads_no_torch(tmp_path):
+def test_fl_images_and_a_noise_shift_load_no_torch(tmp_path):
     out = tmp_path / "pools.npz"
     loaded = _loaded_after(
         "from dgpbench.cli.main import main\n"
@@ -391,6 +391,15 @@ def test_fl_images_on_digits_loads_no_torch(tmp_path):
     )
     assert out.stat().st_size > 0
     assert not loaded & {"torch", "sklearn", "scipy.stats"}, sorted(loaded)
+    shifted = tmp_path / "gn.npz"
+    loaded = _loaded_after(
+        "from dgpbench.cli.main import main\n"
+        f"status = main(['fl-shift', '--images', {str(out)!r}, '--shift', 'large_gn_shift',"
+        f" '--out', {str(shifted)!r}])\n"
+        "assert status in (0, None), status"
+    )
+    assert shifted.stat().st_size > 0
+    assert not loaded & {"pandas", "torch", "sklearn", "scipy.stats", "scipy.ndimage"}
 
 
 def test_the_image_steps_on_digits_load_no_pandas_torch_or_scikit_learn(tmp_path):
