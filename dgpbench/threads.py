@@ -37,8 +37,12 @@ def torch_threads(n: int | None) -> Iterator[None]:
 
     If torch is not loaded yet, it is not imported for this (about 2 s of a command that may
     never need it): ``OMP_NUM_THREADS`` is set to ``n`` for the body instead, which torch reads
-    when the body first imports it; torch then keeps ``n`` threads after the body.
+    when the body first imports it; torch then keeps ``n`` threads after the body. With ``n``
+    None and torch not loaded there is nothing to set or restore: the body just runs.
     """
+    if n is None and "torch" not in sys.modules:
+        yield
+        return
     if n is not None and "torch" not in sys.modules:
         n = check_int(n, "threads")
         previous_env = os.environ.get("OMP_NUM_THREADS")

@@ -351,3 +351,68 @@ def test_a_lazy_registry_imports_a_module_only_when_its_entry_is_looked_up():
     ).stdout.split(maxsplit=1)
     assert out[0] == "CvMShiftDetector"
     assert out[1].strip() == "['dgpbench.detectors.registry'] True True"
+
+
+def _loaded_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    )  # fmt: skip
+    return set(out.stdout.split())
+
+
+def test_table_and_model_free_steps_load_no_torch_scikit_learn_or_scipy_stats():
+    # The workflow runs hundreds of such jobs, each a fresh process: comparisons, the KS
+    # decisions of a Failing-loudly cell, the digits data and the Wilson intervals import
+    # what they compute with, and no more (KS loads scipy.stats when it computes a p-value).
+    loaded = _loaded_after(
+        "import importlib, pkgutil\n"
+        "from dgpbench.cli import compare, failing_loudly, paper\n"
+        "import dgpbench.paper.comparisons as comparisons\n"
+        "for m in pkgutil.iter_modules(comparisons.__path__):\n"
+        "    importlib.import_module(f'dgpbench.paper.comparisons.{m.name}')\n"
+        "from dgpbench.paper.protocol import wilson_interval; wilson_interval(5, 100)\n"
+        "from dgpbench.detectors.batch import is_per_feature; assert is_per_feature('ks')\n"
+        "from dgpbench.failing_loudly.grid import method_records\n"
+        "from dgpbench.data.datasets import VALIDATION_SPLIT_SEED, load_dataset\n"
+        "load_dataset('digits', split='test')"
+    )
+    heavy = {"torch", "sklearn", "scipy.stats", "scipy.ndimage", "numba", "matplotlib", "seaborn"}
+    assert not loaded & heavy, sorted(loaded & heavy)
+
+
+def test_fl_images_and_a_noise_shift_load_no_torch(tmp_path):
+    out = tmp_path / "pools.npz"
+    loaded = _loaded_after(
+        "from dgpbench.cli.main import main\n"
+        "status = main(['fl-images', '--dataset', 'digits', '--n-fit', '20', '--n-ref-pool',"
+        f" '20', '--n-test-pool', '20', '--runs', '5', '--out', {str(out)!r}])\n"
+        "assert status in (0, None), status"
+    )
+    assert out.stat().st_size > 0
+    assert not loaded & {"torch", "sklearn", "scipy.stats"}, sorted(loaded)
+    shifted = tmp_path / "gn.npz"
+    loaded = _loaded_after(
+        "from dgpbench.cli.main import main\n"
+        f"status = main(['fl-shift', '--images', {str(out)!r}, '--shift', 'large_gn_shift',"
+        f" '--out', {str(shifted)!r}])\n"
+        "assert status in (0, None), status"
+    )
+    assert shifted.stat().st_size > 0
+    assert not loaded & {"pandas", "torch", "sklearn", "scipy.stats", "scipy.ndimage"}
+
+
+def test_the_image_steps_on_digits_load_no_pandas_torch_or_scikit_learn(tmp_path):
+    # `images` and `corrupt` run once per data set and corruption: their start-up is most of
+    # their time
+    clean, noisy = tmp_path / "clean.npz", tmp_path / "GN.npz"
+    loaded = _loaded_after(
+        "from dgpbench.cli.main import main\n"
+        "assert main(['images', '--dataset', 'digits', '--n-refs', '20', '--n-test', '20',"
+        f" '--out', {str(clean)!r}]) in (0, None)\n"
+        "assert main(['corrupt', '--dataset', 'digits', '--images', "
+        f"{str(clean)!r}, '--corruption', 'GN', '--intensities', '6', '--out', {str(noisy)!r}])"
+        " in (0, None)"
+    )
+    assert noisy.stat().st_size > 0
+    assert not loaded & {"pandas", "torch", "sklearn", "scipy.stats"}, sorted(loaded)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dgpbench.cli.arguments import forward_pass_args as _forward_pass_args
 from dgpbench.cli.arguments import parse_tags as _parse_tags
@@ -26,6 +26,9 @@ from dgpbench.cli.arguments import require_arrays as _require
 from dgpbench.cli.arguments import significance as _significance
 from dgpbench.cli.registry import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
+
+if TYPE_CHECKING:  # pandas only in the steps that read records (fl-report, fl-figure)
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +112,10 @@ def _pools_id(dataset: str, seed: int, x: np.ndarray, *index: np.ndarray) -> str
 
 
 def _images(args: argparse.Namespace) -> None:
-    from dgpbench.data.datasets import load_dataset, stratified_choice
+    from dgpbench.data.datasets import VALIDATION_SPLIT_SEED, load_dataset, stratified_choice
     from dgpbench.failing_loudly.grid import run_split
-    from dgpbench.models.train import TrainConfig
 
-    split_seed = TrainConfig().split_seed if args.split_seed is None else args.split_seed
+    split_seed = VALIDATION_SPLIT_SEED if args.split_seed is None else args.split_seed
     if not 0 < args.val_fraction < 1:
         raise ValueError(f"--val-fraction must be in (0, 1), got {args.val_fraction}")
     x_tr, y_tr = load_dataset(args.dataset, args.data_root, "train", download=args.download)
@@ -547,6 +549,8 @@ _TAG_COLUMNS: tuple[str, ...] = ("dataset", "model", "kind")
 
 def _read_record_file(path: str) -> pd.DataFrame:
     """One ``fl-detect`` record CSV, its problems named with the file."""
+    import pandas as pd
+
     need = [*_TAG_COLUMNS, "method", "dimension", "shift", "n", "rejected"]
     try:
         frame = pd.read_csv(path, dtype={"model": str, "kind": str, "dataset": str})
@@ -566,6 +570,8 @@ def _read_record_file(path: str) -> pd.DataFrame:
 
 
 def _read_records(paths: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
     _refuse_repeats(paths, "record file")
     records = pd.concat([_read_record_file(p) for p in paths], ignore_index=True)
     if "pools_id" in records:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dgpbench._device import DEVICE_OPTIONS
 from dgpbench.cli.arguments import METHOD_HELP, MODEL_HELP
@@ -23,6 +23,9 @@ from dgpbench.cli.arguments import significance as _significance
 from dgpbench.cli.registry import SUBCOMMANDS
 from dgpbench.io import load_npz, save_npz, write_csv
 from dgpbench.naming import ModelId, feature_key, parse_feature_key, parse_model_id
+
+if TYPE_CHECKING:  # pandas (a third of a second) only in the steps that read or write records
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -392,6 +395,8 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
 def _detect(args: argparse.Namespace) -> None:
     import time
 
+    import pandas as pd
+
     from dgpbench.paper.protocol import bootstrap_detection
     from dgpbench.progress import Progress
 
@@ -483,6 +488,8 @@ def _check_counted_once(records: pd.DataFrame, sources: pd.Series) -> None:
 
 
 def _aggregate(args: argparse.Namespace) -> None:
+    import pandas as pd
+
     paths = sorted(args.records)
     repeated = sorted({p for p in paths if paths.count(p) > 1})
     if repeated:
@@ -506,6 +513,8 @@ def _add_model_fields(records: pd.DataFrame) -> None:
 
 
 def _read_records(path: str) -> pd.DataFrame:
+    import pandas as pd
+
     records = pd.read_csv(path)
     for col in ("dataset", "method", "corruption", "model", "kind"):
         if col in records:
@@ -535,6 +544,8 @@ def _tests_power_args(p: argparse.ArgumentParser) -> None:
 
 def _tests_power(args: argparse.Namespace) -> None:
     import os
+
+    import pandas as pd
 
     from dgpbench.paper.power_by_test import power_table
 

@@ -54,6 +54,8 @@ SPLITS: tuple[str, ...] = ("train", "test")
 ENV_DATA_ROOT = "DGPBENCH_DATA_ROOT"
 DIGITS_TEST_FRACTION = 0.3
 DIGITS_SPLIT_SEED = 0
+VALIDATION_SPLIT_SEED = 42
+"""The default seed of the training images' validation split (``TrainConfig.split_seed``)."""
 
 _N_CLASSES = {"mnist": 10, "fashion-mnist": 10, "cifar10": 10, "emnist": 47, "digits": 10}
 _N_TEST = {"mnist": 10000, "fashion-mnist": 10000, "cifar10": 10000, "emnist": 18800, "digits": 539}
@@ -619,10 +621,30 @@ def _load_cifar10(base: Path, split: str) -> _Raw:
 # --------------------------------------------------------------------------------------------
 # scikit-learn digits
 # --------------------------------------------------------------------------------------------
-def _digits_split_indices() -> dict[str, np.ndarray]:
-    from sklearn.datasets import load_digits
+def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's digits as ``load_digits`` gives them: images (1797, 8, 8) float64 in
+    0..16 and the labels as int.
 
-    y = load_digits().target
+    Read from scikit-learn's own ``digits.csv.gz`` without importing scikit-learn (with SciPy,
+    a second of start-up in every job on digits); ``load_digits`` where that file is not
+    where it should be.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    path = Path(roots[0], "datasets", "data", "digits.csv.gz") if roots else None
+    if path is None or not path.is_file():
+        from sklearn.datasets import load_digits
+
+        bunch = load_digits()
+        return bunch.images, bunch.target
+    with gzip.open(path, mode="rt", encoding="utf-8") as f:
+        data = np.loadtxt(f, delimiter=",")
+    return data[:, :-1].reshape(-1, 8, 8), data[:, -1].astype(int)
+
+
+def _digits_split_indices(y: np.ndarray) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(DIGITS_SPLIT_SEED)
     test = []
     for c in np.unique(y):
@@ -635,12 +657,11 @@ def _digits_split_indices() -> dict[str, np.ndarray]:
 
 
 def _load_digits(split: str) -> _Raw:
-    from sklearn.datasets import load_digits
-
-    bunch = load_digits()
-    index = _digits_split_indices()[split]
-    images = (bunch.images[index] / 16.0).astype(np.float32)[:, None, :, :]
-    return _Raw(images, bunch.target[index].astype(np.int64))
+    images, target = _digits_arrays()
+    index = _digits_split_indices(target)[split]
+    return _Raw(
+        (images[index] / 16.0).astype(np.float32)[:, None, :, :], target[index].astype(np.int64)
+    )
 
 
 # --------------------------------------------------------------------------------------------

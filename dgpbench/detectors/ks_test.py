@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import false_discovery_control, ks_2samp
 
 from dgpbench.detectors.base import drift_meta, package_version
 
@@ -203,6 +202,8 @@ def apply_correction(
         is_drift = p_val.min(axis=-1) < threshold
         p_adj = np.minimum(p_val * d, 1.0)
     elif correction == "fdr":
+        from scipy.stats import false_discovery_control  # here: scipy.stats costs a second
+
         p_adj = false_discovery_control(p_val, axis=-1, method="bh")
         n_rejected = (p_adj < alpha).sum(axis=-1)
         is_drift = n_rejected > 0
@@ -243,6 +244,7 @@ def ks_pvalues(ref: np.ndarray, test: np.ndarray) -> np.ndarray:
 
     Examples
     --------
+    >>> from scipy.stats import ks_2samp
     >>> ref = np.arange(10.0).reshape(1, 10, 1)
     >>> p = ks_pvalues(ref, ref + 7.0)
     >>> p.shape, bool(p[0, 0] == ks_2samp(ref[0, :, 0], ref[0, :, 0] + 7.0).pvalue)
@@ -250,6 +252,8 @@ def ks_pvalues(ref: np.ndarray, test: np.ndarray) -> np.ndarray:
     """
     n = ref.shape[1]
     if test.shape[1] != n or n > SCIPY_MAX_AUTO_N:  # outside the exact, equal-n regime
+        from scipy.stats import ks_2samp
+
         return np.asarray(ks_2samp(ref, test, axis=1).pvalue, dtype=np.float64)
     return ks_pvalues_at(n, _ks_h(ref, test))
 
@@ -303,6 +307,8 @@ def ks_pvalues_at(n: int, h: np.ndarray) -> np.ndarray:
     values, known = _KS_TABLES.setdefault(n, (np.zeros(n + 1), np.zeros(n + 1, dtype=bool)))
     missing = np.unique(h[~known[h]])
     if missing.size:
+        from scipy.stats import ks_2samp
+
         base = np.arange(n, dtype=np.float64)[:, None]
         with warnings.catch_warnings():
             # SciPy falls back to its asymptotic formula for some h (e.g. h = 1 at n = 200)
@@ -424,6 +430,8 @@ def ks_test(
     (True, 0.0125)
     """
     # One vectorised call over all features, not a Python loop (alibi-detect's habit).
+    from scipy.stats import ks_2samp
+
     res = ks_2samp(X_ref, X, axis=0)
     _warn_constant(constant_in_both(X_ref, X))
     distance = np.atleast_1d(np.asarray(res.statistic, dtype=np.float64))

@@ -47,6 +47,7 @@ from torch.nn import functional as F
 
 from dgpbench._device import resolve_device
 from dgpbench._validation import as_float_array, check_int
+from dgpbench.data.datasets import VALIDATION_SPLIT_SEED
 from dgpbench.io import atomic_path, save_npz
 from dgpbench.models.architectures import ArchConfig, model_arch
 from dgpbench.models.checkpoints import checkpoint_name, list_checkpoints, save_checkpoint
@@ -119,7 +120,7 @@ class TrainConfig:
     checkpoints_per_epoch: int = 4
     keep: str = "last"
     seed: int = 0
-    split_seed: int = 42
+    split_seed: int = VALIDATION_SPLIT_SEED
     threads: int | None = None
     betas: tuple[float, float] = field(default=(0.9, 0.999))
     eps: float = 1e-8

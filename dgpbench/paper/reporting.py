@@ -663,7 +663,7 @@ def figures(
     marked in the calibration figure.
     """
     out = Path(out_dir)
-    beyond = _beyond_figure(pooled_records(records, pool_deltas), out / "fig_beyond", methods)
+    beyond = beyond_figure(records, out, methods, pool_deltas)
     rec = shift_records(paper_records(records))
     rec = rec[rec["method"].isin(methods)]
     pooled = pooled_records(rec, pool_deltas) if len(rec) else rec
@@ -776,6 +776,38 @@ def calibration_figure(
     save_figure(grid.figure, stem, bbox_inches="tight")
     plt.close(grid.figure)
     return stem.with_suffix(".png")
+
+
+def beyond_figure(
+    records: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    methods: Sequence[str] = MAIN_METHODS,
+    pool_deltas: Sequence[float] | None = None,
+) -> Path:
+    """Draw ``fig_beyond`` alone, as :func:`figures` does among its figures.
+
+    The shifts beyond the paper (MLPs) and every shift for CNNs, by n; a note where the
+    records have neither.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame
+        Detection records (the workflow's aggregate).
+    out_dir : str or os.PathLike
+        Folder of ``fig_beyond.png`` and ``fig_beyond.pdf``.
+    methods : sequence of str, default=MAIN_METHODS
+        Methods drawn.
+    pool_deltas : sequence of float or None, default=None
+        Corrupted fractions pooled (None: every delta).
+
+    Returns
+    -------
+    pathlib.Path
+        The PNG's path.
+    """
+    return _beyond_figure(
+        pooled_records(records, pool_deltas), Path(out_dir) / "fig_beyond", methods
+    )
 
 
 def _beyond_figure(records: pd.DataFrame, stem: Path, methods: Sequence[str]) -> Path:

@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import ndimage
 
 from dgpbench.shifts._base import ShiftedPool, alter_subset
 
@@ -103,6 +102,8 @@ def random_affine(
     """
     if shear_unit not in ("radians", "degrees"):
         raise ValueError(f"shear_unit must be 'radians' or 'degrees', got {shear_unit!r}")
+    from scipy import ndimage  # here: half a second, and every Failing-loudly step imports this
+
     shear_range = np.deg2rad(params.shear) if shear_unit == "degrees" else params.shear
     n, _, h, w = images.shape
     u = rng.uniform(-1.0, 1.0, size=(n, 6))

@@ -396,6 +396,27 @@ def test_npz_truncated_file(tmp_path):
 # ------------------------------------------------------------------------------------------
 # digits
 # ------------------------------------------------------------------------------------------
+def test_digits_are_scikit_learns_read_without_importing_it():
+    import subprocess
+    import sys
+
+    from sklearn.datasets import load_digits
+
+    from dgpbench.data.datasets import _digits_arrays
+
+    bunch = load_digits()
+    images, target = _digits_arrays()
+    np.testing.assert_array_equal(images, bunch.images)
+    np.testing.assert_array_equal(target, bunch.target)
+    assert images.dtype == bunch.images.dtype and target.dtype == bunch.target.dtype
+    code = (
+        "import sys; from dgpbench.data.datasets import load_dataset; "
+        "load_dataset('digits', split='test'); print('sklearn' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_digits_split_is_deterministic_disjoint_and_stratified():
     from sklearn.datasets import load_digits
 

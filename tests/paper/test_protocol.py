@@ -283,6 +283,16 @@ def test_wilson_interval_matches_binomtest(k, n, confidence):
     assert_allclose([low, high], [ref.low, ref.high], rtol=1e-10, atol=1e-14)
 
 
+def test_the_95_percent_normal_quantile_is_scipys_bit_for_bit():
+    from scipy.stats import norm
+
+    from dgpbench.paper.protocol import _normal_quantile
+
+    for q in (0.975, 0.95, 0.995):
+        assert _normal_quantile(q) == norm.ppf(q)
+    assert type(_normal_quantile(0.975)) is type(norm.ppf(0.95))
+
+
 def test_wilson_interval_vectorised_and_validated():
     low, high = wilson_interval(np.array([0, 5, 10]), 10)
     assert low.shape == high.shape == (3,)
