@@ -301,6 +301,14 @@ def test_every_exported_name_resolves(package):
         assert getattr(module, name) is not None, f"{package}.{name}"
 
 
+def _loaded_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    )  # fmt: skip
+    return set(out.stdout.split())
+
+
 def test_the_workflow_parse_loads_no_torch_scipy_or_scikit_learn():
     # Every Snakemake start (a dry run, each end-to-end test, each `dgpbench run`) parses the
     # Snakefile: its package imports and the configuration check must stay light. A job that
@@ -317,21 +325,16 @@ def test_the_workflow_parse_loads_no_torch_scipy_or_scikit_learn():
     assert len(imports) >= 4, imports
     code = "\n".join(
         [
-            "import sys, yaml",
+            "import yaml",
             *imports,
             "from dgpbench.cli.config import workflow_config_error",
             "from pathlib import Path",
             f"root = Path({str(REPO)!r})",
             "for extra in ([], ['--configfile', str(root / 'config/failing_loudly.yaml')]):",
             "    assert workflow_config_error(extra, root) is None",
-            "print(' '.join(sorted(sys.modules)))",
         ]
     )
-    loaded = set(
-        subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-        ).stdout.split()
-    )
+    loaded = _loaded_after(code)
     assert not loaded & {"torch", "sklearn", "scipy.stats", "numba"}
 
 
@@ -351,14 +354,6 @@ def test_a_lazy_registry_imports_a_module_only_when_its_entry_is_looked_up():
     ).stdout.split(maxsplit=1)
     assert out[0] == "CvMShiftDetector"
     assert out[1].strip() == "['dgpbench.detectors.registry'] True True"
-
-
-def _loaded_after(code: str) -> set[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"],
-        capture_output=True, text=True, check=True, cwd=REPO,
-    )  # fmt: skip
-    return set(out.stdout.split())
 
 
 def test_table_and_model_free_steps_load_no_torch_scikit_learn_or_scipy_stats():
