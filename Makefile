@@ -29,9 +29,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 venv: $(STAMP)
 
 # One pytest-xdist worker per core (-n auto), each taking over the other's queue when its
-# own runs dry (worksteal); PYTEST_ARGS="-n 0" runs in one process.
+# own runs dry (worksteal); PYTEST_ARGS="-n 0" runs in one process. Bytecode caching on even
+# where the environment turns it off: else every worker rewrites every test module's asserts
+# and every workflow job recompiles the package from source.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto --dist worksteal $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest benchmarks --benchmark-only --benchmark-columns=min,mean,ops -p no:cacheprovider -s
