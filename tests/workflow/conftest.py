@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _workflow import CORES, REPO, snakemake, tiny_config
+from _workflow import CORES, REPO, TINY_GRID_TARGETS, snakemake, tiny_config
 
 
 def _shared_root(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
@@ -32,7 +32,8 @@ def _once(root: Path, name: str, make: Callable[[], None]) -> None:
 
 @pytest.fixture(scope="session")
 def tiny_grid(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """The folder of :func:`tiny_config`'s default target, run once (``dgpbench run``).
+    """The folder of :func:`tiny_config`'s tables (``TINY_GRID_TARGETS``), run once
+    (``dgpbench run``).
 
     The pytest-xdist workers share it. Read it, or copy it (``_workflow.copy_tiny_grid``) to
     run more targets: never run Snakemake in it.
@@ -41,7 +42,10 @@ def tiny_grid(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
 
     def make() -> None:
         shutil.rmtree(workdir, ignore_errors=True)
-        run = snakemake(workdir, tiny_config(), cores=CORES, profile="local", via_dgpbench=True)
+        run = snakemake(
+            workdir, tiny_config(), *TINY_GRID_TARGETS, cores=CORES, profile="local",
+            via_dgpbench=True,
+        )  # fmt: skip
         assert run.returncode == 0, run.stderr[-3000:]
 
     _once(workdir.parent, "tiny-grid", make)
