@@ -100,11 +100,14 @@ def test_kill_9_mid_features_then_rerun_gives_identical_tables(tmp_path, tiny_gr
     tables = _tables(tiny_grid)  # the same configuration, run uninterrupted
     assert {"table1_shift_detection.md", "table_appendix_calibration.csv"} <= set(tables)
 
-    # Second run, from the grid's model and images: kill -9 the whole process group as soon
-    # as a features job is running.
+    # Second run, from the grid's model, images and softmax results: kill -9 the whole process
+    # group as soon as the DGP features job is running.
     workdir = copy_tiny_grid(tiny_grid, tmp_path / "b")
-    for step in ("features", "detect", "aggregate", "tables", "logs/features"):
-        shutil.rmtree(workdir / "results" / step)
+    results = workdir / "results"
+    for path in ("features/digits/h16-l2-s0/dgp.npz", "detect/digits/h16-l2-s0/dgp.csv"):
+        (results / path).unlink()
+    for step in ("aggregate", "tables", "logs/features"):
+        shutil.rmtree(results / step)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(
         _command(workdir), cwd=workdir, env=venv_env(), stdout=subprocess.DEVNULL,
