@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from dgpbench._validation import check_int
+from dgpbench.models.sizes import mlp_n_weights
 
 __all__ = [
     "ACTIVATIONS",
@@ -94,10 +95,7 @@ class ArchConfig:
         >>> ArchConfig(784, 0, 1, 10).n_weights
         7840
         """
-        if self.n_layers == 1:
-            return self.n_inputs * self.n_classes
-        inner = (self.n_layers - 2) * self.hidden * self.hidden
-        return self.n_inputs * self.hidden + inner + self.hidden * self.n_classes
+        return mlp_n_weights(self.n_inputs, self.hidden, self.n_layers, self.n_classes)
 
     def build(self, generator: torch.Generator | None = None) -> nn.Sequential:
         """Return a freshly initialised network of this architecture."""

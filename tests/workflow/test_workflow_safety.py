@@ -51,12 +51,19 @@ def test_data_root_is_quoted_and_arrives_intact(tmp_path):
     assert not list(tmp_path.rglob("pwned"))
 
 
-def test_every_config_string_reaches_the_shell_as_one_word(tmp_path):
-    hostile = "a'b $(touch pwned) `touch pwned`; touch pwned"
-    config = tiny_config(data_root=f"/x y/{hostile}")
-    config["analysis"]["size"]["distributions"] = ["uniform", hostile]
-    config["analysis"]["early_stopping"]["heatmap"] = {"dataset": [f"npz:/d/{hostile}.npz"]}
-    published = tmp_path / f"{hostile}.csv"
+HOSTILE = "a'b $(touch pwned) `touch pwned`; touch pwned"
+
+
+@pytest.fixture(scope="module")
+def hostile_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]]]:
+    """One dry run (``-n -p``) of a config whose strings are hostile to a shell, at alpha 0.01:
+    its folder and its shell commands by step (``dgpbench <step>``, ``analysis <step>``)."""
+    workdir = tmp_path_factory.mktemp("hostile")
+    config = tiny_config(data_root=f"/x y/{HOSTILE}")
+    config["protocol"]["alpha"] = 0.01
+    config["analysis"]["size"]["distributions"] = ["uniform", HOSTILE]
+    config["analysis"]["early_stopping"]["heatmap"] = {"dataset": [f"npz:/d/{HOSTILE}.npz"]}
+    published = workdir / f"{HOSTILE}.csv"
     published.write_text("")
     config["report"] = {
         "pool_deltas": [0.5],
@@ -68,22 +75,33 @@ def test_every_config_string_reaches_the_shell_as_one_word(tmp_path):
         "results/analysis/size/grid.csv",
         "results/analysis/early_stopping/grid.csv.gz",
         "results/tables/comparison_table1.md",
+        "results/tables/table_appendix_calibration.md",
     ]
-    proc = snakemake(tmp_path, config, "-n", "-p", *targets)
+    proc = snakemake(workdir, config, "-n", "-p", "--forcerun", "tables", *targets)
     assert proc.returncode == 0, proc.stderr[-2000:]
     commands = {
         cmd[1] if cmd[1] != "analysis" else cmd[2]: cmd for cmd in shell_commands(proc.stdout)
     }
+    return workdir, commands
+
+
+def test_every_config_string_reaches_the_shell_as_one_word(hostile_plan):
+    workdir, commands = hostile_plan
     images = commands["images"]
-    assert images[images.index("--data-root") + 1] == f"/x y/{hostile}"
+    assert images[images.index("--data-root") + 1] == f"/x y/{HOSTILE}"
     size = commands["size"]
-    assert size[size.index("--distributions") + 1 : size.index("--sizes")] == ["uniform", hostile]
+    assert size[size.index("--distributions") + 1 : size.index("--sizes")] == ["uniform", HOSTILE]
     es = commands["early-stopping"]
-    assert es[es.index("--heatmap-where") + 1] == f"dataset=npz:/d/{hostile}.npz"
+    assert es[es.index("--heatmap-where") + 1] == f"dataset=npz:/d/{HOSTILE}.npz"
     compare = commands["compare"]
-    assert compare[compare.index("--published") + 1] == str(published)
+    assert compare[compare.index("--published") + 1] == str(workdir / f"{HOSTILE}.csv")
     assert compare[compare.index("--delta-set") + 1] == "half=0.5"
-    assert not list(tmp_path.rglob("pwned"))
+    assert not list(workdir.rglob("pwned"))
+
+
+def test_tables_rule_passes_the_configured_alpha(hostile_plan):
+    tables = hostile_plan[1]["tables"]
+    assert tables[tables.index("--alpha") + 1] == "0.01"
 
 
 def _nested(key: str, value) -> dict:
@@ -169,36 +187,17 @@ def test_a_changed_npz_file_reruns_the_jobs_that_read_it(tmp_path):
     assert "Nothing to be done" in snakemake(tmp_path, config, "-n", clean).stdout
 
     _write_npz_dataset(data, seed=1)  # new content, newer than the images drawn from it
-    proc = snakemake(tmp_path, config, "-n", clean)
-    assert proc.returncode == 0 and "rule images:" in proc.stdout, proc.stdout[-2000:]
-    # Every rule that reads the file lists it as an input.
-    targets = [
+    # Every rule that reads the file lists it as an input (the same dry run: its models too).
+    models = [
         "results/models/npz-my_data/h16-l2-s0/model.pt",
         "results/analysis/models/npz-my_data/linear-s0/model.pt",
     ]
-    proc = snakemake(tmp_path, config, "-n", *targets)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = snakemake(tmp_path, config, "-n", clean, *models)
+    assert proc.returncode == 0 and "rule images:" in proc.stdout, proc.stdout[-2000:]
     jobs = proc.stdout.split("rule ")[1:]
     for rule in ("train", "analysis_train"):
         (job,) = [j for j in jobs if j.startswith(f"{rule}:")]
         assert str(data) in job.split("output:")[0], job
-
-
-def test_tables_rule_passes_the_configured_alpha(tmp_path):
-    config = tiny_config()
-    config["protocol"]["alpha"] = 0.01
-    proc = snakemake(
-        tmp_path,
-        config,
-        "-n",
-        "-p",
-        "--forcerun",
-        "tables",
-        "results/tables/table_appendix_calibration.md",
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (tables,) = [c for c in shell_commands(proc.stdout) if c[1] == "tables"]
-    assert tables[tables.index("--alpha") + 1] == "0.01"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@
 import itertools
 import re
 
+from dgpbench.models.sizes import mlp_n_weights
+
 
 AN = config["analysis"]
 AN_RESULTS = f"{RESULTS}/analysis"
@@ -27,22 +29,21 @@ AN_TRAIN_THREADS = 2  # the stacked products and the NP/DGP kernel use both
 REG_RUNS = [f"{k}-s{s}" for k, s in itertools.product(REG["kinds"], REG["seeds"])]
 
 
-def _group_config(group, n_inputs=784, n_classes=47):
-    """The architecture of a training job: "linear" or "<activation>-l<layers>-h<hidden>"."""
-    from dgpbench.models.architectures import ArchConfig  # torch: only for analysis jobs
-
+def _group_layout(group):
+    """(layers, hidden, activation) of a training job: "linear" or
+    "<activation>-l<layers>-h<hidden>" (no torch: planning imports none)."""
     if group == "linear":
-        return ArchConfig(n_inputs, 0, 1, n_classes)
+        return 1, 0, "relu"
     act, layers, hidden = re.fullmatch(r"(relu|tanh)-l(\d+)-h(\d+)", group).groups()
-    return ArchConfig(n_inputs, int(hidden), int(layers), n_classes, act)
+    return int(layers), int(hidden), act
 
 
 def analysis_group_arch(group):
     """`dgpbench analysis train-seeds` architecture options of a training job."""
-    arch = _group_config(group)
-    if arch.n_layers == 1:
+    layers, hidden, act = _group_layout(group)
+    if layers == 1:
         return "--layers 1"
-    return f"--layers {arch.n_layers} --hidden {arch.hidden} --activation {arch.activation}"
+    return f"--layers {layers} --hidden {hidden} --activation {act}"
 
 
 def analysis_seed_files(name):
@@ -57,12 +58,18 @@ AN_SECONDS_PER_MWEIGHT_IMAGE = 2.0e-4
 AN_TRAIN_IMAGES = {"emnist": 101520, "digits": 1647}  # others: 55,000 (MNIST, Fashion-MNIST)
 
 
+def _group_n_weights(group, n_inputs=784, n_classes=47):
+    """Weights of a training job's MLP (EMNIST-sized unless told)."""
+    layers, hidden, _ = _group_layout(group)
+    return mlp_n_weights(n_inputs, hidden, layers, n_classes)
+
+
 def analysis_group_runtime(dataset, group, n_seeds=None):
     """SLURM minutes of a training job: the measured one-core rate (a second thread is not
     counted on), times 2 for a slower node."""
     images = AN_TRAIN_IMAGES.get(AN_DATASETS[dataset], 55000)
     seconds = (
-        AN_SECONDS_PER_MWEIGHT_IMAGE * _group_config(group).n_weights / 1e6 * images
+        AN_SECONDS_PER_MWEIGHT_IMAGE * _group_n_weights(group) / 1e6 * images
         * AN["training"]["epochs"] * (n_seeds or len(AN["seeds"]))
     )
     return max(30, int(2 * seconds / 60) + 10)
