@@ -99,9 +99,15 @@ def balanced_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
         min(bins, key=lambda b: sum(map(_cost, b))).extend(group)
     # The shared tiny grid (tests/workflow/conftest.py) is built by the first test that asks
     # and awaited by the others: the first slice starts with its users, the others end with
-    # them, so that no worker waits for it idle.
+    # them, so that no worker waits for it idle. The SLURM test reads a run started with the
+    # session: it goes after every other long test, when that run has ended.
     for i, heavy_bin in enumerate(bins):
-        heavy_bin.sort(key=lambda item: ("tiny_grid" in item.fixturenames) == (i > 0))
+        heavy_bin.sort(
+            key=lambda item: (
+                item.get_closest_marker("slurm") is not None,
+                ("tiny_grid" in item.fixturenames) == (i > 0),
+            )
+        )
     order, remaining, start = [], len(items), 0
     for i, heavy_bin in enumerate(bins):
         size = remaining // (workers - i)  # worksteal's slice of worker i

@@ -1,5 +1,5 @@
-"""Runs that several end-to-end tests read, made once per test session: the tiny grid, and
-a dry run of the default configuration."""
+"""Runs that end-to-end tests read, made once per test session: the tiny grid, a dry run of
+the default configuration, and the SLURM test's run (started when the session starts)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _slurm import SlurmRun, cluster_problem
 from _workflow import CORES, REPO, TINY_GRID_TARGETS, snakemake, tiny_config
 
 
@@ -68,3 +69,30 @@ def default_dry_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) ->
 
     _once(root, "default-dry-run", make)
     return printed.read_text()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _slurm_run_started(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+):
+    """Start the SLURM test's run (``_slurm.SlurmRun``) when the session begins, if the session
+    selected that test and a cluster is up: its jobs run while the workers run other tests.
+    The worker that started it waits for it at the session's end."""
+    if not any(item.get_closest_marker("slurm") for item in request.session.items):
+        yield
+        return
+    run = SlurmRun(_shared_root(tmp_path_factory, worker_id) / "slurm-run")
+
+    def start() -> None:
+        if cluster_problem() is None:
+            run.start()
+
+    _once(run.workdir.parent.parent, "slurm-run", start)
+    yield
+    run.finish()
+
+
+@pytest.fixture(scope="session")
+def slurm_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> SlurmRun:
+    """The SLURM test's run, started by whichever worker began first."""
+    return SlurmRun(_shared_root(tmp_path_factory, worker_id) / "slurm-run")

@@ -5,8 +5,9 @@ on this machine. Without one the test is skipped, with the reason, unless
 ``DGPBENCH_REQUIRE_SLURM=1`` is set (CI sets it after starting the cluster), in which case a
 missing cluster is a failure.
 
-The test runs a small real target of the workflow (tiny config) through the profile and
-checks, from SLURM's side, that every rule ran as its own SLURM job with the resources its
+The test reads a small real target of the workflow (tiny config) run through the profile,
+started in the background when the session begins (tests/workflow/_slurm.py), and checks,
+from SLURM's side, that every rule ran as its own SLURM job with the resources its
 rule asks for (the profile's defaults where the rule sets none).
 """
 
@@ -14,127 +15,23 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 import yaml
-from _workflow import SNAKEFILE, tiny_config, venv_env
-
-REPO = Path(__file__).resolve().parents[2]
-PROFILE = REPO / "workflow" / "profiles" / "slurm"
-# Node states in which the cluster accepts and runs jobs.
-READY_STATES = {"idle", "mixed", "allocated", "completing"}
-# A normal run takes ~30 s (two jobs, each seen done at the plugin's second status check);
-# the timeout only turns a hang (e.g. a job that can never be scheduled) into a failure.
-SNAKEMAKE_TIMEOUT_S = 120.0
-
-
-def _cluster_problem() -> str | None:
-    """Why the SLURM cluster cannot run jobs, or None if it can."""
-    if shutil.which("sinfo") is None:
-        return "sinfo is not on PATH: no SLURM here (start one: sudo bash scripts/slurm.sh start)"
-    try:
-        proc = subprocess.run(
-            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20
-        )
-    except subprocess.TimeoutExpired:
-        return "sinfo timed out: slurmctld does not answer"
-    states = set(proc.stdout.split())
-    if proc.returncode != 0 or not states & READY_STATES:
-        return (
-            f"SLURM cluster is not up (sinfo exit {proc.returncode}, node states "
-            f"{sorted(states) or 'none'}, {proc.stderr.strip()!r}); "
-            "start it with: bash scripts/slurm.sh start"
-        )
-    return None
+from _slurm import PROFILE, TARGETS, SlurmRun, cluster_problem
+from _workflow import REPO, SNAKEFILE
 
 
 @pytest.fixture(scope="module")
 def slurm_cluster() -> None:
     """Skip (or fail, if DGPBENCH_REQUIRE_SLURM=1) unless a SLURM cluster takes jobs."""
-    problem = _cluster_problem()
+    problem = cluster_problem()
     if problem is None:
         return
     if os.environ.get("DGPBENCH_REQUIRE_SLURM") == "1":
         pytest.fail(f"DGPBENCH_REQUIRE_SLURM=1 but {problem}")
     pytest.skip(problem)
-
-
-def run_snakemake_slurm(
-    snakefile: Path,
-    workdir: Path,
-    targets: Sequence[str] = (),
-    extra_args: Sequence[str] = (),
-    timeout: float = SNAKEMAKE_TIMEOUT_S,
-) -> subprocess.CompletedProcess[str]:
-    """Run Snakemake through the repository's SLURM profile and return the finished process.
-
-    Parameters
-    ----------
-    snakefile : Path
-        The Snakefile to run.
-    workdir : Path
-        Working directory of the run (``--directory``); relative paths resolve against it.
-    targets : sequence of str
-        Target rules or files; empty for the Snakefile's first rule.
-    extra_args : sequence of str
-        More command-line options, placed after the profile so that they override it.
-    timeout : float
-        Seconds before the run is interrupted (SIGINT, which makes Snakemake cancel its
-        SLURM jobs) and the test fails.
-
-    Returns
-    -------
-    subprocess.CompletedProcess
-        With ``stdout`` holding Snakemake's combined stdout and stderr.
-    """
-    # Targets go first: options such as --default-resources take several values and would
-    # swallow targets that followed them.
-    cmd = [
-        sys.executable, "-m", "snakemake", *targets,
-        "--profile", str(PROFILE),
-        "--snakefile", str(snakefile),
-        "--directory", str(workdir),
-        *extra_args,
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        cmd,
-        cwd=workdir,
-        env=venv_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-        queue = subprocess.run(["squeue", "-a"], capture_output=True, text=True).stdout
-        pytest.fail(
-            f"snakemake did not finish within {timeout:.0f} s\nsqueue:\n{queue}\n"
-            f"output:\n{out[-4000:]}"
-        )
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
-
-
-def _scontrol_job(jobid: str) -> dict[str, str]:
-    """Fields of ``scontrol -o show job JOBID`` (known to slurmctld for MinJobAge s after the end)."""
-    proc = subprocess.run(
-        ["scontrol", "-o", "show", "job", jobid], capture_output=True, text=True, timeout=20
-    )
-    assert proc.returncode == 0, f"slurmctld does not know job {jobid}: {proc.stderr.strip()}"
-    return dict(re.findall(r"(?:^|\s)([^\s=]+)=(\S*)", proc.stdout))
 
 
 def _slurm_minutes(limit: str) -> int:
@@ -181,10 +78,6 @@ def test_the_snakefile_states_the_snakemake_floor_of_the_install():
     assert stated.removesuffix(".0") == floor.removesuffix(".0")
 
 
-# A real target of the workflow: one model (rule train, which trains every seed of h16-l2;
-# 2 CPUs: the rule's threads) and one corrupted image set (rules images and corrupt, default
-# resources).
-TARGETS = ("results/models/digits/h16-l2-s0/model.pt", "results/images/digits/GN.npz")
 RULE_LOGS = {
     "train": "results/logs/train/digits/h16-l2.log",  # one job per architecture
     "images": "results/logs/images/digits.log",
@@ -194,13 +87,12 @@ RULE_LOGS = {
 
 @pytest.mark.slurm
 @pytest.mark.slow
-def test_workflow_target_runs_as_slurm_jobs_with_profile_resources(slurm_cluster, tmp_path):
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    (workdir / "config.yaml").write_text(yaml.safe_dump(tiny_config()))
-
-    proc = run_snakemake_slurm(SNAKEFILE, workdir, targets=TARGETS)
-    assert proc.returncode == 0, f"snakemake failed:\n{proc.stdout[-4000:]}"
+def test_workflow_target_runs_as_slurm_jobs_with_profile_resources(
+    slurm_cluster: None, slurm_run: SlurmRun
+) -> None:
+    returncode, out = slurm_run.result()  # started with the session (tests/workflow/conftest.py)
+    assert returncode == 0, f"snakemake failed (124: timed out):\n{out[-4000:]}"
+    workdir = slurm_run.workdir
     for target in TARGETS:
         assert (workdir / target).stat().st_size > 0
 
@@ -211,9 +103,9 @@ def test_workflow_target_runs_as_slurm_jobs_with_profile_resources(slurm_cluster
         assert found, f"rule {rule} did not run in a SLURM job: {log}"
         jobid = found.group(1)
         # ... that Snakemake submitted for this rule ...
-        assert re.search(rf"submitted with SLURM jobid {jobid}\b.*rule_{rule}/", proc.stdout)
+        assert re.search(rf"submitted with SLURM jobid {jobid}\b.*rule_{rule}/", out)
         # ... and slurmctld ran, in this directory, with the profile's resources.
-        info = _scontrol_job(jobid)
+        info = slurm_run.job(jobid)
         assert info["JobState"] == "COMPLETED", info
         assert info["Comment"].startswith(f"rule_{rule}"), info
         assert Path(info["WorkDir"]) == workdir
