@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from _workflow import CORES, REPO, config_problem, snakemake
+from _workflow import CORES, REPO, config_problem, copy_tiny_grid, snakemake, tiny_config
 
 BEYOND = REPO / "config" / "beyond.yaml"
 
@@ -65,8 +65,8 @@ def tiny_beyond_config() -> dict:
         ablation={"datasets": [], "methods": ["dgp"], "ns": [10]},
         models={"kind": ["mlp", "cnn"], "hidden": [16], "layers": [2], "seeds": [0],
                 "activation": "relu", "cnn_channels": [4, 8]},
-        training={"lr": 3e-3, "epochs": 1, "batch_size": 64, "val_fraction": 0.2},
-        images={"n_refs": 200, "n_test": 200, "seed": 112},
+        training=tiny_config()["training"],  # the shared tiny grid's MLP and images
+        images=tiny_config()["images"],
         corruptions=["RO"],
         intensities=[6],
         label_shift={"intensities": [6], "knockout_class": 0},
@@ -78,7 +78,8 @@ def tiny_beyond_config() -> dict:
 
 
 @pytest.mark.slow
-def test_tiny_beyond_run(tmp_path):
+def test_tiny_beyond_run(tmp_path, tiny_grid):
+    copy_tiny_grid(tiny_grid, tmp_path)  # its MLP and images: only the CNN trains
     proc = _snakemake(tmp_path, tiny_beyond_config())
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     tables = tmp_path / "results" / "tables"
