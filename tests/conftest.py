@@ -128,7 +128,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.workflow)
         # scikit-learn's expected failures (strict xfails) run, but an expected failure never
         # shows its traceback, and building one parses every frame's source file anew
-        # (estimator_checks.py, ~5,000 lines: about a third of the file's time): one line.
+        # (estimator_checks.py, ~5,000 lines: nearly half the file's time): one line.
         if (
             item.path.name == "test_sklearn_checks.py"
             and item.get_closest_marker("xfail") is not None
