@@ -342,11 +342,15 @@ def test_the_analysis_jobs_are_sized_without_torch():
     # The workflow sizes every analysis training job (time, weights) while it plans.
     loaded = _loaded_after("from dgpbench.models.sizes import mlp_n_weights")
     assert "torch" not in loaded and "numpy" not in loaded, sorted(loaded)
+    import torch
+
     from dgpbench.models import ArchConfig
     from dgpbench.models.sizes import mlp_n_weights
 
-    for args in ((784, 0, 1, 47), (784, 50, 2, 47), (784, 650, 4, 10)):
-        assert mlp_n_weights(*args) == ArchConfig(*args).n_weights
+    for args in ((784, 0, 1, 47), (20, 8, 2, 5), (30, 7, 4, 3)):
+        built = ArchConfig(*args).build()  # the count of the network itself
+        linear = [m for m in built.modules() if isinstance(m, torch.nn.Linear)]
+        assert mlp_n_weights(*args) == sum(m.weight.numel() for m in linear)
 
 
 def test_a_lazy_registry_imports_a_module_only_when_its_entry_is_looked_up():
