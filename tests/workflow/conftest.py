@@ -71,9 +71,18 @@ def default_dry_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) ->
     return printed.read_text()
 
 
+@pytest.fixture(scope="session")
+def slurm_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> SlurmRun:
+    """The SLURM test's run, started by whichever worker began first."""
+    return SlurmRun(_shared_root(tmp_path_factory, worker_id) / "slurm-run")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _slurm_run_started(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_id: str,
+    slurm_run: SlurmRun,
 ):
     """Start the SLURM test's run (``_slurm.SlurmRun``) when the session begins, if the session
     selected that test and a cluster is up: its jobs run while the workers run other tests.
@@ -81,18 +90,11 @@ def _slurm_run_started(
     if not any(item.get_closest_marker("slurm") for item in request.session.items):
         yield
         return
-    run = SlurmRun(_shared_root(tmp_path_factory, worker_id) / "slurm-run")
 
     def start() -> None:
         if cluster_problem() is None:
-            run.start()
+            slurm_run.start()
 
-    _once(run.workdir.parent.parent, "slurm-run", start)
+    _once(_shared_root(tmp_path_factory, worker_id), "slurm-run", start)
     yield
-    run.finish()
-
-
-@pytest.fixture(scope="session")
-def slurm_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> SlurmRun:
-    """The SLURM test's run, started by whichever worker began first."""
-    return SlurmRun(_shared_root(tmp_path_factory, worker_id) / "slurm-run")
+    slurm_run.finish()
