@@ -268,7 +268,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    return run_snakemake([a for a in args.snakemake_args if a != "--"])
+    # `--` stays: it ends a --config list before the targets, as in snakemake itself.
+    return run_snakemake(args.snakemake_args)
 
 
 SUBCOMMANDS["run"] = (

@@ -133,6 +133,11 @@ def test_a_plain_snakemake_lock_is_never_removed(workdir, capsys):
     assert "--unlock" in capsys.readouterr().err and _locks(workdir)
 
 
+def test_a_double_dash_ends_the_config_list_before_the_targets(workdir):
+    assert main(["run", *_args(workdir, 0), "--", "done.txt"]) == 0
+    assert (workdir / "done.txt").is_file()
+
+
 def test_run_outside_a_clone_says_so_in_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--cores", "1"]) == 2
