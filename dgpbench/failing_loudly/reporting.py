@@ -23,7 +23,7 @@ models of a family (widths, depths, seeds) are pooled.
 Intervals (:func:`proportion_cells`). Draws of one run share its pools, so they are not
 independent; runs are (:mod:`dgpbench.failing_loudly.grid`). Every 95% interval is the hull
 of two: a percentile bootstrap over the independent units, the (data set, run) pairs
-(resampled with replacement, a unit's draws kept together; :data:`N_BOOTSTRAP` resamples
+(resampled with replacement, a unit's draws kept together; :data:`~dgpbench.paper.protocol.N_BOOTSTRAP` resamples
 from a fixed seed), and the Wilson interval of the draws (what the draws would give were they
 independent: no honest interval is narrower). With one unit the bootstrap part is undefined
 and the interval is Wilson's over that unit's draws, flagged by ``units = 1``. The intervals
@@ -39,15 +39,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from dgpbench.io import save_figure, write_csv, write_text
+from dgpbench.paper.protocol import detection_ratio
 from dgpbench.tables import to_markdown
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "N_BOOTSTRAP",
     "TOPOLOGICAL",
     "accuracy_figure",
     "accuracy_table",
@@ -60,10 +59,6 @@ __all__ = [
     "with_rows",
     "write_report",
 ]
-
-N_BOOTSTRAP = 2000
-"""Bootstrap resamples of the runs per interval."""
-_BOOTSTRAP_SEED = 20191208  # fixed: the same records give the same intervals
 
 TOPOLOGICAL: tuple[str, ...] = ("dgp", "dgp_approx", "tu", "magdiff")
 """dgpbench's representations added to Rabanser et al.'s rows."""
@@ -83,8 +78,8 @@ def proportion_cells(
     """Share of rejected draws per group with a 95% interval that counts the independent runs.
 
     The interval is the hull of a percentile bootstrap over the (data set, run) units and the
-    interval of ``scipy.stats.binomtest(k, count).proportion_ci(method=...)`` of the draws
-    (module docstring).
+    draws' binomial interval (module docstring; :func:`dgpbench.paper.protocol.detection_ratio`
+    with the units as ``unit``).
 
     Parameters
     ----------
@@ -106,27 +101,9 @@ def proportion_cells(
         raise ValueError("no records to aggregate")
     by = list(by)
     rec = records.assign(_unit=_units(records), rejected=records["rejected"].astype(bool))
-    per_unit = (
-        rec.groupby([*by, "_unit"], sort=True, observed=True)["rejected"]
-        .agg(k="sum", count="size")
-        .reset_index()
-    )
-    rng = np.random.default_rng(_BOOTSTRAP_SEED)
-    rows = []
-    for key, group in per_unit.groupby(by, sort=True, observed=True):
-        k_u = group["k"].to_numpy(np.float64)
-        c_u = group["count"].to_numpy(np.float64)
-        k, count = int(k_u.sum()), int(c_u.sum())
-        ci = binomtest(k, count).proportion_ci(confidence_level=0.95, method=method)
-        low, high = ci.low, ci.high
-        if len(k_u) >= 2:
-            w = rng.multinomial(len(k_u), np.full(len(k_u), 1.0 / len(k_u)), size=N_BOOTSTRAP)
-            boot = (w @ k_u) / (w @ c_u)
-            b_low, b_high = np.quantile(boot, [0.025, 0.975])
-            low, high = min(low, float(b_low)), max(high, float(b_high))
-        rows.append([*(key if isinstance(key, tuple) else (key,)), k, count, len(k_u),
-                     k / count, low, high])  # fmt: skip
-    return pd.DataFrame(rows, columns=[*by, "k", "count", "units", "rate", "ci_low", "ci_high"])
+    cells = detection_ratio(rec, by, unit="_unit", interval=method)
+    cells = cells.rename(columns={"n_rejected": "k", "detection_ratio": "rate"})
+    return cells[[*by, "k", "count", "units", "rate", "ci_low", "ci_high"]]
 
 
 def _units(records: pd.DataFrame) -> pd.Series:

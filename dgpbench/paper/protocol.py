@@ -57,6 +57,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "DELTAS",
     "NS",
+    "N_BOOTSTRAP",
     "DrawIndices",
     "bootstrap_detection",
     "calibration",
@@ -514,10 +515,37 @@ def wilson_interval(
     return np.clip(center - half, 0.0, 1.0), np.clip(center + half, 0.0, 1.0)
 
 
+N_BOOTSTRAP = 2000
+"""Bootstrap resamples of the independent units per interval of :func:`detection_ratio`."""
+_BOOTSTRAP_SEED = 20191208  # fixed: the same records give the same intervals
+
+
+def _binomial_interval(
+    k: np.ndarray, n: np.ndarray, confidence: float, interval: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The draws' interval: Wilson's, or Clopper-Pearson's (``"exact"``, SciPy's beta)."""
+    if interval == "wilson":
+        return wilson_interval(k, n, confidence)
+    if interval != "exact":
+        raise ValueError(f"interval must be 'wilson' or 'exact', got {interval!r}")
+    from scipy.stats import beta
+
+    tail = (1 - confidence) / 2
+    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # the k = 0 and k = n ends are set below
+        low = np.where(k > 0, beta.ppf(tail, k, n - k + 1), 0.0)
+        high = np.where(k < n, beta.ppf(1 - tail, k + 1, n - k), 1.0)
+    return low, high
+
+
 def detection_ratio(
-    records: pd.DataFrame, by: Sequence[str] = ("n", "delta"), confidence: float = 0.95
+    records: pd.DataFrame,
+    by: Sequence[str] = ("n", "delta"),
+    confidence: float = 0.95,
+    unit: str | None = None,
+    interval: str = "wilson",
 ) -> pd.DataFrame:
-    """Aggregate bootstrap records into detection ratios with Wilson confidence intervals.
+    """Aggregate bootstrap records into detection ratios with confidence intervals.
 
     Parameters
     ----------
@@ -528,18 +556,27 @@ def detection_ratio(
         Grouping columns. An empty sequence pools all records.
     confidence : float, default=0.95
         Confidence level of the interval.
+    unit : str, optional
+        The column naming each record's independent unit (a model; a Failing-loudly run).
+        The interval is then the hull of the draws' interval and a percentile bootstrap of
+        the pooled ratio over a group's units (:data:`N_BOOTSTRAP` resamples, a fixed seed),
+        and ``units`` counts them. None: the draws' interval alone.
+    interval : {"wilson", "exact"}, default="wilson"
+        The draws' binomial interval: Wilson's score interval, or Clopper-Pearson's.
 
     Returns
     -------
     pandas.DataFrame
         One row per group: the ``by`` columns, ``detection_ratio`` (mean of ``rejected``),
-        ``n_rejected``, ``count``, ``ci_low`` and ``ci_high``.
+        ``n_rejected``, ``count``, ``ci_low`` and ``ci_high`` (and ``units``).
 
     Notes
     -----
-    The Wilson interval assumes independent draws. Draws pooled over models are independent,
-    but draws pooled over corruptions or intensities of one model reuse the same indices
-    (paired by design), so the interval of such pooled cells is too narrow.
+    The draws' interval assumes independent draws. Draws of one model share that model, and
+    draws pooled over corruptions or intensities of one model reuse the same indices (paired
+    by design), so without ``unit`` the interval of a pooled cell is too narrow: it leaves
+    out the spread between models. With one unit in a group the bootstrap is undefined and
+    the interval is the draws' alone (``units`` says so).
 
     Examples
     --------
@@ -560,6 +597,8 @@ def detection_ratio(
     rejected = records["rejected"]
     if rejected.isna().any() or not rejected.isin([True, False]).all():
         raise ValueError("records['rejected'] must be boolean without missing values")
+    if unit is not None and unit not in records.columns:
+        raise ValueError(f"records lacks the unit column {unit!r}")
     frame = records[by].copy()
     frame["_rejected"] = rejected.astype(bool).to_numpy()
     if by:
@@ -572,10 +611,48 @@ def detection_ratio(
     agg["n_rejected"] = agg["n_rejected"].astype(np.int64)
     agg["count"] = agg["count"].astype(np.int64)
     agg.insert(len(by), "detection_ratio", agg["n_rejected"] / agg["count"])
-    low, high = wilson_interval(agg["n_rejected"].to_numpy(), agg["count"].to_numpy(), confidence)
+    low, high = _binomial_interval(
+        agg["n_rejected"].to_numpy(), agg["count"].to_numpy(), confidence, interval
+    )
+    if unit is not None:
+        frame["_unit"] = records[unit].to_numpy()
+        units, boot_low, boot_high = _unit_bootstrap(frame, by, confidence)
+        assert len(units) == len(agg), "the units' groups follow the groups of `by`"
+        agg["units"] = units
+        low, high = np.fmin(low, boot_low), np.fmax(high, boot_high)  # NaN: one unit
     agg["ci_low"] = low
     agg["ci_high"] = high
     return agg
+
+
+def _unit_bootstrap(
+    frame: pd.DataFrame, by: list[str], confidence: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group of ``by`` (in sorted order): its units and the percentile bootstrap of the
+    pooled ratio over them (NaN where a group has one unit).
+    """
+    keys = [*by, "_unit"]
+    per_unit = frame.groupby(keys, sort=True, observed=True, dropna=False)["_rejected"].agg(
+        k="sum", count="size"
+    )
+    levels = list(range(len(by)))
+    groups = per_unit.groupby(level=levels, sort=True, dropna=False) if by else [(None, per_unit)]
+    rng = np.random.default_rng(_BOOTSTRAP_SEED)
+    tails = [(1 - confidence) / 2, (1 + confidence) / 2]
+    units, lows, highs = [], [], []
+    for _, group in groups:
+        k_u = group["k"].to_numpy(np.float64)
+        c_u = group["count"].to_numpy(np.float64)
+        units.append(len(k_u))
+        if len(k_u) < 2:
+            lows.append(np.nan)
+            highs.append(np.nan)
+            continue
+        w = rng.multinomial(len(k_u), np.full(len(k_u), 1.0 / len(k_u)), size=N_BOOTSTRAP)
+        b_low, b_high = np.quantile((w @ k_u) / (w @ c_u), tails)
+        lows.append(b_low)
+        highs.append(b_high)
+    return np.array(units, dtype=np.int64), np.array(lows), np.array(highs)
 
 
 def _as_list(values: Iterable, name: str) -> list:

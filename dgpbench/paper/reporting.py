@@ -72,13 +72,26 @@ def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # Cells
 # --------------------------------------------------------------------------------------------
-def detection_cells(records: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """Detection ratio (percent) with a Wilson 95% interval for every group of ``by``."""
-    cells = detection_ratio(records, by=list(by))
+def detection_cells(
+    records: pd.DataFrame, by: Sequence[str], unit: str | None = None
+) -> pd.DataFrame:
+    """Detection ratio (percent) with a 95% interval for every group of ``by``: Wilson's over
+    the draws, or with ``unit`` (a column) hulled with a bootstrap over the independent units
+    (:func:`~dgpbench.paper.protocol.detection_ratio`).
+    """
+    cells = detection_ratio(records, by=list(by), unit=unit)
     cells["ratio_pct"] = 100.0 * cells["detection_ratio"]
     cells["ci_low_pct"] = 100.0 * cells["ci_low"]
     cells["ci_high_pct"] = 100.0 * cells["ci_high"]
     return cells.rename(columns={"count": "n_draws"})
+
+
+def model_units(records: pd.DataFrame) -> pd.DataFrame:
+    """The records with ``_model``, each record's independent unit: its trained model (its
+    data set's, as model ids repeat across data sets); one unit where ``model`` is absent.
+    """
+    model = records["model"].astype(str) if "model" in records else "model"
+    return records.assign(_model=records["dataset"].astype(str) + "/" + model)
 
 
 def _fmt(value: float) -> str:

@@ -226,3 +226,48 @@ def test_cli_compare(tmp_path, capsys):
     assert code == 2
     assert "0.25" in capsys.readouterr().err
     assert not bad.exists() or not any(bad.iterdir())
+
+
+# --- the interval counts the models ---------------------------------------------------------
+def _model_records(model_rates, draws=40, dataset="digits") -> pd.DataFrame:
+    """One DGP cell (GN, n = 10) whose models each detect in ``rate`` of their draws."""
+    rows = [
+        dict(dataset=dataset, model=f"h8-l2-s{i}", kind="mlp", method="dgp", corruption="GN",
+             intensity=6, n=10, delta=1.0, draw=draw, rejected=draw < round(rate * draws))
+        for i, rate in enumerate(model_rates)
+        for draw in range(draws)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_interval_counts_the_models_not_the_draws():
+    # 4 models detect in every draw, 1 in none: 160 of 200 draws, but 5 independent units
+    cell = reproduced_cells(_model_records([1, 1, 1, 1, 0])).iloc[0]
+    low, high = wilson_interval(160, 200)
+    assert (cell["n_models"], cell["n_draws"]) == (5, 200)
+    assert cell["ratio_pct"] == pytest.approx(80)
+    assert cell["ci_low_pct"] <= 40 and cell["ci_high_pct"] == pytest.approx(100)
+    assert cell["ci_high_pct"] - cell["ci_low_pct"] > 3 * 100 * (high - low)
+    published = pd.DataFrame(
+        [dict(dataset="Digits", corruption="GN", n=10, method="DGP", detection_ratio_pct=55)]
+    )
+    comparison = compare_table1(published, reproduced_cells(_model_records([1, 1, 1, 1, 0])))
+    assert bool(comparison["paper_in_ci"].iloc[0])  # outside Wilson's [74, 85], inside ours
+    summary = summarize_comparison(comparison).iloc[0]
+    assert summary["share_paper_in_ci"] == 1.0 and summary["n_models"] == 5
+    # models alike (independent draws): never narrower than the draws' interval
+    flat = reproduced_cells(_model_records([0.8] * 5)).iloc[0]
+    assert flat["ci_low_pct"] <= 100 * low + 1e-9 and flat["ci_high_pct"] >= 100 * high - 1e-9
+
+
+def test_one_model_gives_the_draws_interval_and_says_so():
+    cell = reproduced_cells(_model_records([0.5])).iloc[0]
+    low, high = wilson_interval(20, 40)
+    assert cell["n_models"] == 1
+    assert (cell["ci_low_pct"], cell["ci_high_pct"]) == pytest.approx((100 * low, 100 * high))
+
+
+def test_a_model_id_in_two_data_sets_is_two_models():
+    rec = pd.concat([_model_records([1, 0]), _model_records([1, 0], dataset="mnist")])
+    cells = reproduced_cells(rec)
+    assert cells["n_models"].tolist() == [2, 2]

@@ -93,6 +93,8 @@ def test_ablation(tmp_path):
     (mnist,) = summary.itertuples()  # one data set: no separate "all" row
     assert mnist.n_cells == 8 and mnist.share_within == pytest.approx(5 / 8)
     assert mnist.n_groups == 2 and mnist.share_best_agrees == pytest.approx(0.5)
+    inside = cells["paper"].between(cells["ci_low"], cells["ci_high"]).mean()
+    assert mnist.share_paper_in_ci == pytest.approx(inside)
     assert "5 percentage points" in md
 
 
@@ -122,6 +124,8 @@ def test_calibration(tmp_path):
     assert cells.set_index(["n", "method"]).loc[(20, "DGP"), "ours"] == pytest.approx(30)
     assert _whole(summary) == pytest.approx(1 / 4)
     assert _whole(summary, "share_calibrated_agrees") == pytest.approx(2 / 4)
+    inside = cells["paper"].between(cells["ci_low"], cells["ci_high"]).mean()
+    assert _whole(summary, "share_paper_in_ci") == pytest.approx(inside)
     assert "2 percentage points" in md
     # one interval, in percent, per cell (not the fraction beside it under the same name)
     assert cells.columns.is_unique and (cells["ci_high"] >= cells["ours"]).all()
@@ -286,3 +290,18 @@ def test_a_bad_published_table_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "appears twice" in err and str(bad) in err
     assert not (tmp_path / "o").exists()
+
+
+def test_calibration_and_ablation_intervals_count_the_models():
+    rows = [
+        dict(dataset="mnist", model=f"h8-l2-s{s}", kind="mlp", method="dgp", corruption=c,
+             intensity=i, n=10, delta=d, draw=draw, rejected=(s == 0) and draw < 8)
+        for s in range(4)
+        for c, i, d in (("none", 0, 0.0), ("GN", 6, 0.5))
+        for draw in range(20)
+    ]  # fmt: skip
+    rec = pd.DataFrame(rows)
+    for cells in (calibration.reproduced(rec), ablation.reproduced(rec, [0.5])):
+        (cell,) = cells.itertuples()
+        assert (cell.n_models, cell.n_draws, cell.ours) == (4, 80, pytest.approx(10))
+        assert cell.ci_high >= 30  # Wilson's over 80 draws: 18.5 (one model of four says 40%)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from dgpbench.paper.comparisons.core import TableSpec, best_agrees
+from dgpbench.paper.comparisons.core import TableSpec, best_agrees, share_paper_in_ci
 
 __all__ = ["SPEC", "reproduced"]
 
@@ -22,10 +22,11 @@ SPEC = TableSpec(
     int_keys=("n",),
     group=("dataset",),
     tolerance=f"|diff| <= {WITHIN:g} percentage points; best agrees = the best of the four "
-    "variants of a (corruption, n) group is the same",
+    "variants of a (corruption, n) group is the same; ci_low, ci_high: the run's 95% interval "
+    "over its models (n_models), share_paper_in_ci: the share of published values inside it",
     within=lambda j: j["diff"].abs().round(6) <= WITHIN,
-    extra=lambda cells: best_agrees(cells, ["corruption", "n"]),
-    ours_columns=("ci_low", "ci_high", "n_draws"),
+    extra=lambda cells: {**best_agrees(cells, ["corruption", "n"]), **share_paper_in_ci(cells)},
+    ours_columns=("ci_low", "ci_high", "n_draws", "n_models"),
 )
 
 
@@ -42,7 +43,8 @@ def reproduced(records: pd.DataFrame, deltas: Iterable[float] | None = None) -> 
     Returns
     -------
     pandas.DataFrame
-        ``dataset, corruption, n, method, ours, ci_low, ci_high, n_draws`` (percent).
+        ``dataset, corruption, n, method, ours, ci_low, ci_high, n_draws, n_models``
+        (percent; the interval over the models, as in Table 1's comparison).
     """
     from dgpbench.paper.comparisons.table1 import reproduced_cells
 

@@ -324,3 +324,15 @@ def best_agrees(
             bool(set(g.loc[paper == paper.max(), among]) & set(g.loc[ours == ours.max(), among]))
         )
     return {"n_groups": len(agree), "share_best_agrees": float(np.mean(agree)) if agree else np.nan}
+
+
+def share_paper_in_ci(cells: pd.DataFrame) -> dict[str, float]:
+    """Share of cells whose published value lies in the run's 95% interval (``ci_low``,
+    ``ci_high``; cells without one left out, NaN where none has one).
+    """
+    if cells.empty or "ci_low" not in cells or cells["ci_low"].isna().all():
+        return {"share_paper_in_ci": np.nan}
+    cells = cells.dropna(subset=["ci_low", "ci_high"])
+    return {
+        "share_paper_in_ci": float(cells["paper"].between(cells["ci_low"], cells["ci_high"]).mean())
+    }

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dgpbench.paper.comparisons.core import TableSpec
+from dgpbench.paper.comparisons.core import TableSpec, share_paper_in_ci
 
 __all__ = ["SPEC", "reproduced", "sign_test"]
 
@@ -67,12 +67,7 @@ def paper_in_interval(cells: pd.DataFrame) -> dict[str, float]:
     runs (NaN where the run has no intervals), and the sign test over the cells
     (:func:`sign_test`).
     """
-    signs = sign_test(cells["diff"] if "diff" in cells else [])
-    if cells.empty or "ci_low" not in cells or cells["ci_low"].isna().all():
-        return {"share_paper_in_ci": np.nan, **signs}
-    cells = cells.dropna(subset=["ci_low", "ci_high"])
-    inside = cells["paper"].between(cells["ci_low"], cells["ci_high"])
-    return {"share_paper_in_ci": float(inside.mean()), **signs}
+    return {**share_paper_in_ci(cells), **sign_test(cells["diff"] if "diff" in cells else [])}
 
 
 SPEC = TableSpec(

@@ -5,8 +5,11 @@ The published table (``dgpbench/resources/paper_table1.csv``, or any CSV with th
 with this run's Table 1 cells on (data set, corruption, n, method). Only cells the run
 computed appear: a published cell without a reproduced value is left out, never filled.
 
-Per cell: the paper's value, ours with its 95% Wilson interval, and ``diff = ours - paper``
-(percentage points). Per data set:
+Per cell: the paper's value, ours with its 95% interval, and ``diff = ours - paper``
+(percentage points). The interval counts the cell's independent units, its trained models
+(``n_models``): the hull of a percentile bootstrap over the models and the draws' Wilson
+interval (:func:`dgpbench.paper.protocol.detection_ratio`); the draws alone would leave out
+the spread between models. Per data set:
 
 * ``share_within_5``: the share of cells with ``|diff| <= 5`` points;
 * ``share_best_agrees``: over the (corruption, n) groups with at least two compared
@@ -33,7 +36,13 @@ import pandas as pd
 
 from dgpbench.io import write_csv, write_text
 from dgpbench.labels import DATASET_LABELS, METHOD_LABELS, dataset_label, method_label
-from dgpbench.paper.reporting import CORRUPTION_ORDER, detection_cells, paper_records, shift_records
+from dgpbench.paper.reporting import (
+    CORRUPTION_ORDER,
+    detection_cells,
+    model_units,
+    paper_records,
+    shift_records,
+)
 from dgpbench.tables import to_markdown
 
 log = logging.getLogger(__name__)
@@ -142,7 +151,7 @@ def load_published_table(path: str | os.PathLike | None = None) -> pd.DataFrame:
 
 
 def reproduced_cells(records: pd.DataFrame, deltas: Iterable[float] | None = None) -> pd.DataFrame:
-    """The run's Table 1 cells (percent, Wilson interval), labelled as in the paper.
+    """The run's Table 1 cells (percent, 95% interval over the models), labelled as in the paper.
 
     Parameters
     ----------
@@ -155,7 +164,7 @@ def reproduced_cells(records: pd.DataFrame, deltas: Iterable[float] | None = Non
     -------
     pandas.DataFrame
         ``dataset, corruption, n, method`` (paper labels), ``ratio_pct, ci_low_pct,
-        ci_high_pct, n_draws``.
+        ci_high_pct, n_draws, n_models``.
 
     Raises
     ------
@@ -174,10 +183,11 @@ def reproduced_cells(records: pd.DataFrame, deltas: Iterable[float] | None = Non
         rec = rec[np.isin(np.round(rec["delta"].astype(float), 9), np.round(deltas, 9))]
     rec = paper_records(rec)  # MLPs and the paper's corruptions only (no CNNs, no new shifts)
     rec = rec[rec["method"].isin(METHOD_LABELS)]  # never a custom method against a published row
-    columns = [*KEYS, "ratio_pct", "ci_low_pct", "ci_high_pct", "n_draws"]
+    columns = [*KEYS, "ratio_pct", "ci_low_pct", "ci_high_pct", "n_draws", "n_models"]
     if rec.empty:
         return pd.DataFrame(columns=columns)
-    cells = detection_cells(rec, KEYS)
+    cells = detection_cells(model_units(rec), KEYS, unit="_model")
+    cells = cells.rename(columns={"units": "n_models"})
     cells["dataset"] = cells["dataset"].map(dataset_label)
     cells["method"] = cells["method"].map(method_label)
     return cells[columns]
@@ -197,7 +207,7 @@ def compare_table1(published: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame
     -------
     pandas.DataFrame
         ``dataset, corruption, n, method, paper_pct, ours_pct, ci_low_pct, ci_high_pct,
-        diff_pct, within_5, paper_in_ci, n_draws``, sorted by data set, corruption, n and
+        diff_pct, within_5, paper_in_ci, n_draws, n_models``, sorted by data set, corruption, n and
         the paper's method order.
     """
     ours = cells.rename(columns={"ratio_pct": "ours_pct"})
@@ -230,6 +240,7 @@ def compare_table1(published: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame
         "within_5",
         "paper_in_ci",
         "n_draws",
+        "n_models",
     ]
     return joined[cols].reset_index(drop=True)
 
@@ -266,7 +277,8 @@ def summarize_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         One row per data set: ``dataset, n_cells, share_within_5, mean_diff_pct,
         mean_abs_diff_pct, n_groups, share_best_agrees, n_dgp_tu_groups,
-        share_dgp_vs_tu_agrees`` (a share is NaN when it has no group).
+        share_dgp_vs_tu_agrees, share_paper_in_ci, n_models`` (a share is NaN when it has no
+        group; ``n_models``: the fewest models a cell rests on).
     """
     rows = []
     for dataset, cells in comparison.groupby("dataset", sort=False):
@@ -284,6 +296,8 @@ def summarize_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
                 "share_best_agrees": float(np.mean(best)) if best else np.nan,
                 "n_dgp_tu_groups": len(pair),
                 "share_dgp_vs_tu_agrees": float(np.mean(pair)) if pair else np.nan,
+                "share_paper_in_ci": float(cells["paper_in_ci"].mean()),
+                "n_models": int(cells["n_models"].min()),
             }
         )
     columns = [
@@ -296,6 +310,8 @@ def summarize_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
         "share_best_agrees",
         "n_dgp_tu_groups",
         "share_dgp_vs_tu_agrees",
+        "share_paper_in_ci",
+        "n_models",
     ]
     return pd.DataFrame(rows, columns=columns)
 
@@ -311,7 +327,8 @@ def _markdown(
         f"Published Table 1 ({source}) vs this run, pooling delta in {_deltas_text(deltas)}. "
         f"diff = ours - paper (points); within 5 = |diff| <= 5; best agrees = the best method "
         f"of a (corruption, n) group is the same; DGP vs TU agrees = the same sign of "
-        f"DGP - TU. Cells this run did not compute are left out."
+        f"DGP - TU; 95% CI: over the trained models (a bootstrap of the models hulled with "
+        f"the draws' Wilson interval). Cells this run did not compute are left out."
     )
     if comparison.empty:
         return f"### Published vs reproduced\n\n{head}\n\nNo published cell was computed by this run.\n"
@@ -323,6 +340,8 @@ def _markdown(
             "within 5": shares["share_within_5"].map(pct),
             "mean diff": shares["mean_diff_pct"].map(lambda v: f"{v:+.1f}"),
             "mean abs diff": shares["mean_abs_diff_pct"].map(lambda v: f"{v:.1f}"),
+            "models": shares["n_models"].astype(str),
+            "paper in CI": shares["share_paper_in_ci"].map(pct),
             "best agrees": [
                 f"{pct(s)} of {k}"
                 for s, k in zip(shares["share_best_agrees"], shares["n_groups"], strict=True)
