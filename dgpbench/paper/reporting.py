@@ -86,12 +86,14 @@ def detection_cells(
     return cells.rename(columns={"count": "n_draws"})
 
 
-def model_units(records: pd.DataFrame) -> pd.DataFrame:
-    """The records with ``_model``, each record's independent unit: its trained model (its
-    data set's, as model ids repeat across data sets); one unit where ``model`` is absent.
+def model_cells(records: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """:func:`detection_cells` with the interval over the trained models, each record's
+    independent unit (its data set's model, as model ids repeat across data sets; one unit
+    where ``model`` is absent), counted in ``n_models``.
     """
     model = records["model"].astype(str) if "model" in records else "model"
-    return records.assign(_model=records["dataset"].astype(str) + "/" + model)
+    units = records.assign(_model=records["dataset"].astype(str) + "/" + model)
+    return detection_cells(units, by, unit="_model").rename(columns={"units": "n_models"})
 
 
 def _fmt(value: float) -> str:

@@ -15,7 +15,7 @@ CALIBRATED = 5.0  # the paper's threshold of a well-calibrated detector (alpha =
 
 def _calibrated_agrees(cells: pd.DataFrame) -> dict[str, float]:
     if cells.empty:
-        return {"share_calibrated_agrees": np.nan, "share_paper_in_ci": np.nan}
+        return {"share_calibrated_agrees": np.nan, **share_paper_in_ci(cells)}
     same = (cells["paper"] <= CALIBRATED) == (cells["ours"] <= CALIBRATED)
     return {"share_calibrated_agrees": float(same.mean()), **share_paper_in_ci(cells)}
 
@@ -55,8 +55,7 @@ def reproduced(records: pd.DataFrame) -> pd.DataFrame:
     from dgpbench.labels import dataset_label, method_label
     from dgpbench.paper.reporting import (
         clean_records,
-        detection_cells,
-        model_units,
+        model_cells,
         paper_records,
     )
 
@@ -64,8 +63,7 @@ def reproduced(records: pd.DataFrame) -> pd.DataFrame:
     columns = ["dataset", "n", "method", "ours", "ci_low", "ci_high", "n_draws", "n_models"]
     if rec.empty:
         return pd.DataFrame(columns=columns)
-    cells = detection_cells(model_units(rec), ["dataset", "n", "method"], unit="_model")
-    cells = cells.rename(columns={"units": "n_models"})
+    cells = model_cells(rec, ["dataset", "n", "method"])
     cells["dataset"] = cells["dataset"].map(dataset_label)
     cells["method"] = cells["method"].map(method_label)
     cells = cells[

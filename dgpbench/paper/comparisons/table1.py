@@ -38,8 +38,7 @@ from dgpbench.io import write_csv, write_text
 from dgpbench.labels import DATASET_LABELS, METHOD_LABELS, dataset_label, method_label
 from dgpbench.paper.reporting import (
     CORRUPTION_ORDER,
-    detection_cells,
-    model_units,
+    model_cells,
     paper_records,
     shift_records,
 )
@@ -186,8 +185,7 @@ def reproduced_cells(records: pd.DataFrame, deltas: Iterable[float] | None = Non
     columns = [*KEYS, "ratio_pct", "ci_low_pct", "ci_high_pct", "n_draws", "n_models"]
     if rec.empty:
         return pd.DataFrame(columns=columns)
-    cells = detection_cells(model_units(rec), KEYS, unit="_model")
-    cells = cells.rename(columns={"units": "n_models"})
+    cells = model_cells(rec, KEYS)
     cells["dataset"] = cells["dataset"].map(dataset_label)
     cells["method"] = cells["method"].map(method_label)
     return cells[columns]
