@@ -62,7 +62,10 @@ def _stream_args(p: argparse.ArgumentParser) -> None:
                    help="cvm_online's calibration: reference (permuted reference rows; the ERT "
                    "holds on dependent features) or gaussian (alibi-detect's: independent "
                    "features assumed)")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="seed of the split and the streams")
+    p.add_argument("--reference-splits", type=positive_int, default=1,
+                   help="independent reference splits, each with detectors of its own and "
+                   "the given numbers of streams (the units of the ERT's interval)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="seed of the splits and the streams")
     p.add_argument("--tag", action="append", default=[], help="key=value column of the records")
     p.add_argument("--out", required=True, help="output CSV, one record per stream")
 
@@ -103,6 +106,7 @@ def _stream(args: argparse.Namespace) -> None:
         n_bootstraps=args.n_bootstraps,
         bootstraps_per_ert=args.bootstraps_per_ert,
         cvm_calibration=args.cvm_calibration,
+        reference_splits=args.reference_splits,
         seed=args.seed,
     )
     for i, (key, value) in enumerate(tags.items()):

@@ -2,9 +2,12 @@
 
 :func:`summarise_streams` turns the records of :func:`dgpbench.online.streams.stream_records`
 (tagged with data set, model and method) into one row per data set, method, detector, ERT
-and shift: under no shift the mean run time with its interval
-(:func:`dgpbench.online.mean_run_time_interval`), under a shift the mean detection delay
-with a t interval over the streams that raised their alarm after the change.
+and shift: under no shift the mean run time, under a shift the mean detection delay over
+the streams that raised their alarm after the change. The streams of one fitted reference
+share it: the reference splits are the independent units (split ``k`` draws the same
+images for every model), so each interval is the hull of the streams' interval (exact chi-squared for the run time,
+:func:`dgpbench.online.mean_run_time_interval`; t for the delay) and a percentile
+bootstrap over the splits (:func:`dgpbench.resampling.unit_bootstrap_interval`).
 :func:`plot_streams` draws both on one log axis per data set and ERT.
 """
 
@@ -18,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dgpbench.online.evaluation import mean_run_time_interval
+from dgpbench.resampling import BOOTSTRAP_SEED, unit_bootstrap_interval
 
 __all__ = ["plot_streams", "stream_markdown", "summarise_streams"]
 
@@ -25,12 +29,13 @@ _KEYS = ["dataset", "method", "detector", "ert", "shift"]
 _REQUIRED = ["detector", "ert", "shift", "value", "censored", "false_alarm"]
 
 
-def _summary_row(group: pd.DataFrame, level: float) -> dict[str, Any]:
+def _summary_row(group: pd.DataFrame, level: float, rng: np.random.Generator) -> dict[str, Any]:
     from scipy.stats import t as student_t
 
     values = group["value"].to_numpy(dtype=np.float64)
     row: dict[str, Any] = {
         "n_models": group["model"].nunique() if "model" in group else 1,
+        "n_references": group["_unit"].nunique(),
         "n_streams": len(group),
         "n_censored": int(group["censored"].sum()),
         "n_false_alarms": int(group["false_alarm"].sum()),
@@ -38,19 +43,35 @@ def _summary_row(group: pd.DataFrame, level: float) -> dict[str, Any]:
     if group["shift"].iloc[0] == "none":
         # Censored run times enter as observed: the interval errs low (say so in the docs).
         low, high = mean_run_time_interval(values, level)
+        per_ref = group.groupby("_unit", sort=True)["value"].agg(["sum", "size", "mean"])
+        b_low, b_high = unit_bootstrap_interval(per_ref["sum"], per_ref["size"], level, rng)
+        low, high = np.fmin(low, b_low), np.fmax(high, b_high)  # NaN: one reference
         ert = float(group["ert"].iloc[0])
+        holding = sum(
+            lo <= ert <= hi
+            for lo, hi in (mean_run_time_interval(v, level) for _, v in group.groupby("_unit")["value"])
+        )  # fmt: skip
         row.update(quantity="run_time", mean=values.mean(), low=low, high=high,
-                   ert_in_interval=bool(low <= ert <= high))  # fmt: skip
+                   ert_in_interval=bool(low <= ert <= high), references_holding_ert=int(holding),
+                   reference_mean_min=per_ref["mean"].min(),
+                   reference_mean_max=per_ref["mean"].max())  # fmt: skip
         return row
-    detected = values[(~group["censored"].to_numpy()) & (~group["false_alarm"].to_numpy())]
+    ok = (~group["censored"].to_numpy()) & (~group["false_alarm"].to_numpy())
+    detected = values[ok]
     mean = float(detected.mean()) if len(detected) else float("nan")
     if len(detected) > 1:
         half = student_t.ppf((1 + level) / 2, len(detected) - 1) * detected.std(ddof=1)
         half /= np.sqrt(len(detected))
     else:
         half = float("nan")
-    row.update(quantity="delay", mean=mean, low=mean - half, high=mean + half,
-               ert_in_interval=None)  # fmt: skip
+    low, high = mean - half, mean + half
+    if len(detected):
+        per_ref = group[ok].groupby("_unit", sort=True)["value"].agg(["sum", "size"])
+        b_low, b_high = unit_bootstrap_interval(per_ref["sum"], per_ref["size"], level, rng)
+        low, high = np.fmin(low, b_low), np.fmax(high, b_high)
+    row.update(quantity="delay", mean=mean, low=low, high=high, ert_in_interval=None,
+               references_holding_ert=None, reference_mean_min=np.nan,
+               reference_mean_max=np.nan)  # fmt: skip
     return row
 
 
@@ -61,8 +82,8 @@ def summarise_streams(records: pd.DataFrame, level: float = 0.95) -> pd.DataFram
     ----------
     records : DataFrame
         Per-stream records (:func:`dgpbench.online.streams.stream_records`), optionally
-        tagged with ``dataset``, ``model`` and ``method``; the streams of several models of
-        one data set and method are pooled (each model has its own reference).
+        tagged with ``dataset``, ``model`` and ``method``; the streams of several models
+        and reference splits (``split``) of one data set and method are pooled.
     level : float, default=0.95
         Confidence level of the intervals.
 
@@ -70,9 +91,14 @@ def summarise_streams(records: pd.DataFrame, level: float = 0.95) -> pd.DataFram
     -------
     DataFrame
         The keys, then ``quantity`` (``run_time`` or ``delay``), ``mean``, ``low``,
-        ``high``, ``ert_in_interval`` (run times only), ``n_models``, ``n_streams``,
-        ``n_censored`` (clean: no alarm by the step limit; shifted: a miss) and
-        ``n_false_alarms`` (an alarm before the change; excluded from the delay).
+        ``high`` (the hull of the streams' interval and the bootstrap over the reference
+        splits; the streams' alone with one split), ``ert_in_interval``, ``n_models``,
+        ``n_references``, ``n_streams``, ``n_censored`` (clean: no alarm by the step
+        limit; shifted: a miss), ``n_false_alarms`` (an alarm before the change; excluded
+        from the delay), and for run times ``references_holding_ert`` (splits whose
+        own streams' interval contains the ERT) and ``reference_mean_min`` /
+        ``reference_mean_max`` (the range of the splits' mean run times: what one
+        deployed reference can give).
 
     Raises
     ------
@@ -93,8 +119,12 @@ def summarise_streams(records: pd.DataFrame, level: float = 0.95) -> pd.DataFram
     if records.empty:
         raise ValueError("no stream records")
     keys = [k for k in _KEYS if k in records.columns]
+    # The independent unit: a reference split. Split k draws the same reference images for
+    # every model of a run, so the models of one split are not independent references.
+    records = records.assign(_unit=records["split"] if "split" in records.columns else 0)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
     rows = [
-        {**dict(zip(keys, key, strict=True)), **_summary_row(group, level)}
+        {**dict(zip(keys, key, strict=True)), **_summary_row(group, level, rng)}
         for key, group in records.groupby(keys, sort=True)
     ]
     out = pd.DataFrame(rows)
@@ -128,12 +158,12 @@ def stream_markdown(summary: pd.DataFrame) -> str:
 
     table = summary.assign(**{"mean [interval]": summary.apply(cell, axis=1)})
     columns = [c for c in _KEYS if c in table.columns]
-    columns += ["quantity", "mean [interval]", "ert_in_interval", "n_streams", "n_censored",
-                "n_false_alarms"]  # fmt: skip
+    columns += ["quantity", "mean [interval]", "ert_in_interval", "n_references",
+                "references_holding_ert", "n_streams", "n_censored", "n_false_alarms"]  # fmt: skip
     title = (
-        "Online detectors on streams: mean run time under no shift (interval: exact "
-        "chi-squared, streams as the unit) and mean detection delay per shift (t interval "
-        "over the streams detected after the change)"
+        "Online detectors on streams: mean run time under no shift and mean detection delay "
+        "per shift (streams detected after the change); interval: the hull of the streams' "
+        "(exact chi-squared; t) and a bootstrap over the fitted references"
     )
     return f"# {title}\n\n{table[columns].to_markdown(index=False)}\n"
 

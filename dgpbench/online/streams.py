@@ -7,15 +7,16 @@ The ``stream`` workflow target measures, for one model and feature method:
 * under each shift, the detection delay of ``n_shift_streams`` shifted streams
   (:func:`dgpbench.online.detection_delay`).
 
-The clean test features are split once (seeded) into the reference rows, on which the
-detector is fitted and its thresholds configured, and the held-out rows. A clean stream
+The clean test features are split (seeded) into the reference rows, on which the
+detector is fitted and its thresholds configured, and the held-out rows; with
+``reference_splits`` above 1, several times, each split with detectors of its own. A clean stream
 draws held-out rows at random, each uniformly among the rows not among the last
 ``window_size - 1`` drawn (:class:`WindowDraw`), so that no window holds the same row
 twice; a shifted stream draws ``change_point`` held-out rows, then, from the change on, the
 corrupted twins of held-out images (never the twin of a reference image). Each stream
 draws its rows afresh from a seeded generator, so the streams are independent given the
-reference: the intervals of the run time rest on the stream as the unit, conditional on the
-fitted detector.
+reference; the references (splits, and models) are the independent units of the ERT, which
+the thresholds hold on average over references.
 
 Why not plain draws with replacement: the detectors' thresholds are simulated on windows
 of distinct rows (a permutation of the reference), as windows of a continuous population
@@ -353,6 +354,7 @@ def stream_records(
     n_bootstraps: int | None = None,
     bootstraps_per_ert: float | None = None,
     cvm_calibration: str = "reference",
+    reference_splits: int = 1,
     seed: int = 0,
 ) -> pd.DataFrame:
     """One record per stream: clean run times and shifted delays, per detector and ERT.
@@ -395,13 +397,21 @@ def stream_records(
         features (DGP's distances to the class means). ``"gaussian"``, alibi-detect's way,
         calibrates each feature on independent Gaussian streams: on dependent features the
         run time is longer than the ERT.
+    reference_splits : int, default=1
+        Independent reference splits: each draws its own ``n_ref`` reference rows, fits and
+        configures its own detectors and runs ``n_streams`` clean and ``n_shift_streams``
+        shifted streams on its own held-out rows. The thresholds hold the ERT on average
+        over references; the run time given one reference errs by a few to some tens of
+        percent, so an interval of the ERT must rest on several references as its units
+        (:func:`dgpbench.online.stream_report.summarise_streams`).
     seed : int, default=0
-        Seed of the split, the configuration and the streams.
+        Seed of the splits, the configurations and the streams (split 0 uses ``seed``
+        itself, the others seeds derived from it).
 
     Returns
     -------
     DataFrame
-        Columns ``detector``, ``ert``, ``shift`` (``none`` for clean streams), ``stream``,
+        Columns ``split``, ``detector``, ``ert``, ``shift`` (``none`` for clean streams), ``stream``,
         ``value`` (run time or delay; NaN for a miss), ``censored`` (a clean stream without
         an alarm, or a shifted stream without one: a miss), ``false_alarm`` (an alarm before
         the change), ``n_ref``, ``window_size``, ``change_point``, ``n_features``.
@@ -440,6 +450,49 @@ def stream_records(
     change_point = window_size if change_point is None else change_point
     if change_point < 0:
         raise ValueError(f"change_point must be 0 or more, got {change_point}")
+    if isinstance(reference_splits, bool) or not isinstance(reference_splits, (int, np.integer)):
+        raise TypeError(f"reference_splits must be an integer, got {reference_splits!r}")
+    if reference_splits < 1:
+        raise ValueError(f"reference_splits must be 1 or more, got {reference_splits}")
+    frames = []
+    for split in range(int(reference_splits)):
+        # Split 0 keeps `seed` (one split gives the records it always gave).
+        split_seed = (
+            seed if split == 0 else int(np.random.SeedSequence([seed, split]).generate_state(1)[0])
+        )
+        frames.append(_split_records(
+            clean, features, split_seed, detectors=detectors, erts=erts, shifts=shifts,
+            n_ref=n_ref, window_size=window_size, n_streams=n_streams,
+            n_shift_streams=n_shift_streams, change_point=change_point, max_factor=max_factor,
+            n_bootstraps=n_bootstraps, bootstraps_per_ert=bootstraps_per_ert,
+            cvm_calibration=cvm_calibration,
+        ).assign(split=split))  # fmt: skip
+    out = pd.concat(frames, ignore_index=True)
+    out = out[["split", *(c for c in out.columns if c != "split")]]
+    return out.assign(
+        n_ref=n_ref, window_size=window_size, change_point=change_point, n_features=clean.shape[1]
+    )
+
+
+def _split_records(
+    clean: np.ndarray,
+    features: Mapping[str, np.ndarray],
+    seed: int,
+    *,
+    detectors: Sequence[str],
+    erts: Sequence[int],
+    shifts: Sequence[str],
+    n_ref: int,
+    window_size: int,
+    n_streams: int,
+    n_shift_streams: int,
+    change_point: int,
+    max_factor: float,
+    n_bootstraps: int | None,
+    bootstraps_per_ert: float | None,
+    cvm_calibration: str,
+) -> pd.DataFrame:
+    """:func:`stream_records` of one reference split (``seed``: its split, configurations, streams)."""
     ref_idx, held_idx = split_reference(len(clean), n_ref, seed)
     ref, pool = clean[ref_idx], clean[held_idx]
     rows = []
@@ -471,10 +524,7 @@ def stream_records(
                     (name, ert, key, k, float(d), bool(np.isnan(d)), bool(d <= 0))
                     for k, d in enumerate(delays)
                 ]
-    out = pd.DataFrame(
+    return pd.DataFrame(
         rows,
         columns=["detector", "ert", "shift", "stream", "value", "censored", "false_alarm"],
-    )
-    return out.assign(
-        n_ref=n_ref, window_size=window_size, change_point=change_point, n_features=clean.shape[1]
     )

@@ -51,13 +51,13 @@ from dgpbench.detectors.ks_test import (
     check_no_constant_features,
     ks_pvalues,
 )
+from dgpbench.resampling import BOOTSTRAP_SEED, unit_bootstrap_interval
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "DELTAS",
     "NS",
-    "N_BOOTSTRAP",
     "DrawIndices",
     "bootstrap_detection",
     "calibration",
@@ -515,11 +515,6 @@ def wilson_interval(
     return np.clip(center - half, 0.0, 1.0), np.clip(center + half, 0.0, 1.0)
 
 
-N_BOOTSTRAP = 2000
-"""Bootstrap resamples of the independent units per interval of :func:`detection_ratio`."""
-_BOOTSTRAP_SEED = 20191208  # fixed: the same records give the same intervals
-
-
 def _binomial_interval(
     k: np.ndarray, n: np.ndarray, confidence: float, interval: str
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -559,8 +554,9 @@ def detection_ratio(
     unit : str, optional
         The column naming each record's independent unit (a model; a Failing-loudly run).
         The interval is then the hull of the draws' interval and a percentile bootstrap of
-        the pooled ratio over a group's units (:data:`N_BOOTSTRAP` resamples, a fixed seed),
-        and ``units`` counts them. None: the draws' interval alone.
+        the pooled ratio over a group's units
+        (:func:`dgpbench.resampling.unit_bootstrap_interval`, a fixed seed), and ``units``
+        counts them. None: the draws' interval alone.
     interval : {"wilson", "exact"}, default="wilson"
         The draws' binomial interval: Wilson's score interval, or Clopper-Pearson's.
 
@@ -637,21 +633,13 @@ def _unit_bootstrap(
     )
     levels = list(range(len(by)))
     groups = per_unit.groupby(level=levels, sort=True, dropna=False) if by else [(None, per_unit)]
-    rng = np.random.default_rng(_BOOTSTRAP_SEED)
-    tails = [(1 - confidence) / 2, (1 + confidence) / 2]
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
     units, lows, highs = [], [], []
     for _, group in groups:
-        k_u = group["k"].to_numpy(np.float64)
-        c_u = group["count"].to_numpy(np.float64)
-        units.append(len(k_u))
-        if len(k_u) < 2:
-            lows.append(np.nan)
-            highs.append(np.nan)
-            continue
-        w = rng.multinomial(len(k_u), np.full(len(k_u), 1.0 / len(k_u)), size=N_BOOTSTRAP)
-        b_low, b_high = np.quantile((w @ k_u) / (w @ c_u), tails)
-        lows.append(b_low)
-        highs.append(b_high)
+        units.append(len(group))
+        low, high = unit_bootstrap_interval(group["k"], group["count"], confidence, rng)
+        lows.append(low)
+        highs.append(high)
     return np.array(units, dtype=np.int64), np.array(lows), np.array(highs)
 
 

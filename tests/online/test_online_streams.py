@@ -205,6 +205,69 @@ def test_measured_mean_run_time_interval_contains_the_ert(features):
     assert row["low"] <= 20 <= row["high"] and row["ert_in_interval"]
 
 
+def test_reference_splits_each_draw_their_own_reference_and_one_split_is_the_plain_run(features):
+    kwargs = {"detectors": ["cvm_online"], "erts": [10], "shifts": ["GN_6"], "n_ref": 200,
+              "n_streams": 4, "n_shift_streams": 2, "seed": 3, **SMALL}  # fmt: skip
+    one = stream_records(features, **kwargs)
+    three = stream_records(features, reference_splits=3, **kwargs)
+    assert list(three.columns[:2]) == ["split", "detector"]
+    assert three.groupby("split").size().tolist() == [6, 6, 6]
+    # split 0 is the run of `seed` alone; the others draw other references and streams
+    assert three[three["split"] == 0].reset_index(drop=True).equals(one)
+    clean = three[three["shift"] == "none"]
+    assert clean.groupby("split")["value"].apply(tuple).nunique() == 3
+
+
+@pytest.mark.parametrize("splits", [0, -1, 1.5, True])
+def test_reference_splits_must_be_a_positive_integer(features, splits):
+    with pytest.raises((ValueError, TypeError), match="reference_splits"):
+        stream_records(features, detectors=["cvm_online"], erts=[10], shifts=[], n_ref=200,
+                       n_streams=1, n_shift_streams=0, reference_splits=splits, **SMALL)  # fmt: skip
+
+
+def test_summary_rests_the_run_time_on_the_reference_splits():
+    # Three splits whose references run at 100, 200 and 400 (20 streams each): they differ
+    # by more than their streams' intervals allow, and the hull of the streams' interval
+    # and the splits' bootstrap covers that spread.
+    rng = np.random.default_rng(0)
+    rows = [
+        {"split": k, "detector": "mmd_online", "ert": 200, "shift": "none", "censored": False,
+         "false_alarm": False, "value": float(v)}
+        for k, mean in enumerate([100, 200, 400])
+        for v in rng.geometric(1 / mean, size=20)
+    ]  # fmt: skip
+    rec = pd.DataFrame(rows)
+    row = summarise_streams(rec).iloc[0]
+    streams_low, streams_high = mean_run_time_interval(rec["value"])
+    assert row["n_references"] == 3 and row["n_streams"] == 60
+    assert row["low"] <= streams_low and row["high"] >= streams_high
+    assert row["high"] - row["low"] > 1.5 * (streams_high - streams_low)
+    means = rec.groupby("split")["value"].mean()
+    assert row["reference_mean_min"] == means.min() and row["reference_mean_max"] == means.max()
+    holding = sum(lo <= 200 <= hi for lo, hi in
+                  (mean_run_time_interval(v) for _, v in rec.groupby("split")["value"]))  # fmt: skip
+    assert row["references_holding_ert"] == holding
+    # one split: the streams' interval alone, as before
+    alone = summarise_streams(rec[rec["split"] == 1]).iloc[0]
+    assert alone["n_references"] == 1
+    assert (alone["low"], alone["high"]) == pytest.approx(
+        mean_run_time_interval(rec[rec["split"] == 1]["value"])
+    )
+
+
+def test_summary_delay_interval_covers_the_spread_between_splits():
+    rows = [
+        {"split": k, "detector": "cvm_online", "ert": 20, "shift": "GN_6", "censored": False,
+         "false_alarm": False, "value": float(base + d)}
+        for k, base in enumerate([5, 5, 40]) for d in (0, 1, 2, 3)
+    ]  # fmt: skip
+    row = summarise_streams(pd.DataFrame(rows)).iloc[0]
+    detected = np.array([r["value"] for r in rows])
+    half = stats.t.ppf(0.975, len(detected) - 1) * detected.std(ddof=1) / np.sqrt(len(detected))
+    assert row["n_references"] == 3
+    assert row["low"] <= detected.mean() - half and row["high"] >= detected.mean() + half
+
+
 def _records():
     none = dict(detector="cvm_online", ert=20, shift="none", censored=False, false_alarm=False)
     rows = [dict(none, value=v, model=m) for m, v in [("a", 10.0), ("a", 30.0), ("b", 25.0)]]

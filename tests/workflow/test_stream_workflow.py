@@ -18,8 +18,9 @@ TINY_STREAM = {
     "erts": [20],
     "n_ref": 150,
     "window_size": 5,
-    "n_streams": 10,
-    "n_shift_streams": 5,
+    "n_streams": 5,
+    "n_shift_streams": 3,
+    "reference_splits": 2,
     "bootstraps_per_ert": 25,
     "fl_shifts": ["large_gn_shift"],
 }
@@ -43,6 +44,7 @@ def test_stream_target_dry_runs_with_its_options(tmp_path):
         and "--bootstraps-per-ert 25" in out
     )
     assert "--cvm-calibration reference" in out and "stream-shifts" in out
+    assert "--reference-splits 2" in out
     assert "stream/features/digits/h16-l2-s0/dgp.npz" in out
     assert "stream/digits/h16-l2-s0/dgp.csv" in out and "stream_summary.md" in out
     report = next(line for line in out.splitlines() if "dgpbench stream-report" in line)
@@ -83,7 +85,8 @@ def test_stream_target_end_to_end_on_tiny_digits(tmp_path, tiny_grid):
     assert set(summary["shift"]) == {"none", "GN_6", "PD_6", "FLGN_3"}
     clean = summary[summary["shift"] == "none"]
     assert (clean["n_streams"] == 10).all() and (clean["quantity"] == "run_time").all()
-    assert (summary.loc[summary["shift"] != "none", "n_streams"] == 5).all()
+    assert (summary["n_references"] == 2).all()  # two reference splits, 5 + 5 streams
+    assert (summary.loc[summary["shift"] != "none", "n_streams"] == 6).all()
     assert "| digits" in (out / "stream_summary.md").read_text()
     assert (out / "stream_delays.png").stat().st_size > 0
     # The report keeps the methods apart: the DGP records again, as a second method's.

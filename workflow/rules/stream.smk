@@ -101,7 +101,8 @@ rule stream_run:
         " --erts {params.erts} --shifts {params.shifts} --n-ref {params.s[n_ref]}"
         " --window-size {params.s[window_size]} --n-streams {params.s[n_streams]}"
         " --n-shift-streams {params.s[n_shift_streams]} --max-factor {params.s[max_factor]}"
-        " --cvm-calibration {params.s[cvm_calibration]} {params.options} --seed {params.s[seed]} --tag dataset={wildcards.dataset}"
+        " --cvm-calibration {params.s[cvm_calibration]} {params.options}"
+        " --reference-splits {params.s[reference_splits]} --seed {params.s[seed]} --tag dataset={wildcards.dataset}"
         " --tag model={wildcards.model} --tag method={wildcards.method} --out {output} > {log} 2>&1"
 
 
