@@ -214,3 +214,74 @@ def all_finite(x):  # pragma: no cover
         if not math.isfinite(v):
             return False
     return True
+
+
+@njit(cache=True, nogil=True)
+def cvm_reference_maxima(rows, lo, hi, cum_k, cum_k2, W, out):  # pragma: no cover
+    """Largest feature ``T`` of simulated streams of reference rows into ``out`` (b, W).
+
+    Stream ``i`` takes the rows ``rows[i]`` (``L`` of them, in order) as its samples and the
+    other ``m = n - L`` rows of the full reference as its reference; its windows are the
+    stream's ``W`` consecutive samples from ``0 .. W - 1``. ``lo``, ``hi`` (features x rows):
+    each row's number of full-reference values below and at or below it per feature;
+    ``cum_k``, ``cum_k2``: prefix sums of ``k_i = #{values <= x_(i)}`` and ``k_i^2`` over
+    each sorted full column (as in :func:`cvm_statistics`).
+
+    No stream reference is sorted: its ECDF at the ``i``-th sorted full value is
+    ``(k_i - R_i) / m`` with ``R_i`` the stream values at or below it (those with ``lo <= i``),
+    and the window's ECDF ``G`` changes at the window values' ``lo`` too. Between
+    consecutive stream positions both are constant, so the sum over all full values takes
+    ``L + 1`` segments of prefix sums; the stream values' own terms (their value groups,
+    ties included) are then taken off and the window's added: ``O(L W)`` per stream and
+    feature after an ``O(L^2)`` insertion sort, whatever ``n``.
+    """
+    b, L = rows.shape
+    d, n = lo.shape
+    m = n - L
+    inv_m, inv_w, inv_mm = 1.0 / m, 1.0 / W, 1.0 / (float(m) * m)
+    scale = m * W / (m + W) ** 2
+    q = np.empty(L, np.int64)  # the stream values' lo positions, sorted
+    who = np.empty(L, np.int64)  # their indices in the stream
+    kv = np.empty(L, np.int64)  # and their hi counts
+    for i in range(b):
+        for k in range(W):
+            out[i, k] = -math.inf
+        for j in range(d):
+            for t in range(L):  # insertion sort by lo: L is small
+                r = rows[i, t]
+                v = lo[j, r]
+                h = hi[j, r]
+                p = t
+                while p > 0 and q[p - 1] > v:
+                    q[p] = q[p - 1]
+                    who[p] = who[p - 1]
+                    kv[p] = kv[p - 1]
+                    p -= 1
+                q[p] = v
+                who[p] = t
+                kv[p] = h
+            for k in range(W):
+                total = 0.0
+                start = 0  # segment s: full positions start .. q[s] - 1, R = s
+                gc = 0  # window values among the first s sorted stream values
+                group = 0  # stream values at position start (one value, ties)
+                group_win = 0  # of which in the window
+                for s in range(L + 1):
+                    end = q[s] if s < L else n
+                    if end > start:
+                        c = s * inv_m + gc * inv_w  # R / m + G on the segment
+                        s1 = (cum_k[end, j] - cum_k[start, j]) * inv_m
+                        s2 = (cum_k2[end, j] - cum_k2[start, j]) * inv_mm
+                        total += s2 - 2.0 * c * s1 + c * c * (end - start)
+                        if group > 0:  # not reference points; window points if in the window
+                            f = kv[s - 1] * inv_m - c
+                            total += (group_win - group) * f * f
+                        group = 0
+                        group_win = 0
+                    if s < L:
+                        inw = 1 if k <= who[s] < k + W else 0
+                        gc += inw
+                        group += 1
+                        group_win += inw
+                        start = end
+                out[i, k] = max(out[i, k], scale * total)
