@@ -6,7 +6,9 @@ calls, whose fixed costs dominated at the sizes of low-dimensional features. The
 ``*_steps`` kernels feed a block of samples and stop after the first one above its
 threshold, for :meth:`~dgpbench.online.base.OnlineDetector.run`.
 
-The Cramér-von Mises step costs ``O(W d + d log n)`` (:func:`cvm_statistics`); the MMD
+The Cramér-von Mises step costs ``O(W d + d log n)`` (:func:`cvm_statistics`), and a
+simulated stream of its reference calibration ``O(W^2 d)`` (:func:`cvm_reference_maxima`,
+no sorting of the stream's reference); the MMD
 step ``O((m + W) d)``, its dot products and sums rounded in their own order (a few ulps
 from BLAS's).
 """
@@ -222,7 +224,7 @@ def cvm_reference_maxima(rows, lo, hi, cum_k, cum_k2, W, out):  # pragma: no cov
 
     Stream ``i`` takes the rows ``rows[i]`` (``L`` of them, in order) as its samples and the
     other ``m = n - L`` rows of the full reference as its reference; its windows are the
-    stream's ``W`` consecutive samples from ``0 .. W - 1``. ``lo``, ``hi`` (features x rows):
+    ``W`` consecutive samples starting at ``0 .. W - 1``. ``lo``, ``hi`` (features x rows):
     each row's number of full-reference values below and at or below it per feature;
     ``cum_k``, ``cum_k2``: prefix sums of ``k_i = #{values <= x_(i)}`` and ``k_i^2`` over
     each sorted full column (as in :func:`cvm_statistics`).
@@ -240,48 +242,73 @@ def cvm_reference_maxima(rows, lo, hi, cum_k, cum_k2, W, out):  # pragma: no cov
     m = n - L
     inv_m, inv_w, inv_mm = 1.0 / m, 1.0 / W, 1.0 / (float(m) * m)
     scale = m * W / (m + W) ** 2
-    q = np.empty(L, np.int64)  # the stream values' lo positions, sorted
-    who = np.empty(L, np.int64)  # their indices in the stream
-    kv = np.empty(L, np.int64)  # and their hi counts
+    key = np.empty(L, np.int64)  # lo position * L + stream index, sorted
+    who = np.empty(L, np.int64)  # the sorted stream values' indices in the stream
+    # the non-empty segments between consecutive stream positions: the stream values
+    # below (R), the full values' count and sums, and the hi count of the group of stream
+    # values at the segment's start (one value, ties)
+    seg_r = np.empty(L + 1, np.int64)
+    seg_n = np.empty(L + 1, np.int64)
+    seg_s1 = np.empty(L + 1)
+    seg_s2 = np.empty(L + 1)
+    seg_k = np.empty(L + 1, np.int64)
+    total = np.empty(W)  # per window: the sum over the pooled points
+    g = np.empty(W)  # per window: its values among the sorted stream values so far
+    g_prev = np.empty(W)
     for i in range(b):
         for k in range(W):
             out[i, k] = -math.inf
         for j in range(d):
             for t in range(L):  # insertion sort by lo: L is small
-                r = rows[i, t]
-                v = lo[j, r]
-                h = hi[j, r]
+                v = lo[j, rows[i, t]] * L + t
                 p = t
-                while p > 0 and q[p - 1] > v:
-                    q[p] = q[p - 1]
-                    who[p] = who[p - 1]
-                    kv[p] = kv[p - 1]
+                while p > 0 and key[p - 1] > v:
+                    key[p] = key[p - 1]
                     p -= 1
-                q[p] = v
-                who[p] = t
-                kv[p] = h
+                key[p] = v
+            nseg = 0
+            start = 0
+            for s in range(L + 1):
+                end = key[s] // L if s < L else n
+                if s < L:
+                    who[s] = key[s] % L
+                if end > start:
+                    seg_r[nseg] = s
+                    seg_n[nseg] = end - start
+                    seg_s1[nseg] = (cum_k[end, j] - cum_k[start, j]) * inv_m
+                    seg_s2[nseg] = (cum_k2[end, j] - cum_k2[start, j]) * inv_mm
+                    seg_k[nseg] = hi[j, rows[i, who[s - 1]]] if s > 0 else 0
+                    nseg += 1
+                    start = end
+            # all windows at once, segment after segment: the loops over windows vectorise
             for k in range(W):
-                total = 0.0
-                start = 0  # segment s: full positions start .. q[s] - 1, R = s
-                gc = 0  # window values among the first s sorted stream values
-                group = 0  # stream values at position start (one value, ties)
-                group_win = 0  # of which in the window
-                for s in range(L + 1):
-                    end = q[s] if s < L else n
-                    if end > start:
-                        c = s * inv_m + gc * inv_w  # R / m + G on the segment
-                        s1 = (cum_k[end, j] - cum_k[start, j]) * inv_m
-                        s2 = (cum_k2[end, j] - cum_k2[start, j]) * inv_mm
-                        total += s2 - 2.0 * c * s1 + c * c * (end - start)
-                        if group > 0:  # not reference points; window points if in the window
-                            f = kv[s - 1] * inv_m - c
-                            total += (group_win - group) * f * f
-                        group = 0
-                        group_win = 0
-                    if s < L:
-                        inw = 1 if k <= who[s] < k + W else 0
-                        gc += inw
-                        group += 1
-                        group_win += inw
-                        start = end
-                out[i, k] = max(out[i, k], scale * total)
+                total[k] = 0.0
+                g[k] = 0.0
+                g_prev[k] = 0.0
+            t = 0
+            prev_r = 0
+            for u in range(nseg):
+                r = seg_r[u]
+                while t < r:  # stream value who[t] is in windows who[t] - W + 1 .. who[t]
+                    for k in range(max(0, who[t] - W + 1), min(W, who[t] + 1)):
+                        g[k] += 1.0
+                    t += 1
+                s1, s2, count = seg_s1[u], seg_s2[u], seg_n[u]
+                base = r * inv_m
+                if r == 0:
+                    for k in range(W):
+                        c = base + g[k] * inv_w  # R / m + G on the segment
+                        total[k] += s2 - 2.0 * c * s1 + c * c * count
+                else:  # the group: no reference points; window points if in the window
+                    group = r - prev_r
+                    kf = seg_k[u] * inv_m
+                    for k in range(W):
+                        c = base + g[k] * inv_w
+                        f = kf - c
+                        total[k] += (s2 - 2.0 * c * s1 + c * c * count
+                                     + (g[k] - g_prev[k] - group) * f * f)  # fmt: skip
+                for k in range(W):
+                    g_prev[k] = g[k]
+                prev_r = r
+            for k in range(W):
+                out[i, k] = max(out[i, k], scale * total[k])

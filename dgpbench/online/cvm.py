@@ -234,7 +234,7 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
         its reference (the features keep their joint law, ties included); ``T`` follows the
         ECDF definition. Each column of ``X`` is sorted once: a stream's reference ECDF is
         the full one less the stream's own values, so the reference points' sum comes from
-        the full column's prefix sums in ``O(W^2)`` segments per stream and feature
+        the full column's prefix sums in ``O(W^2)`` per stream and feature
         (:func:`~dgpbench.online._kernels.cvm_reference_maxima`), whatever ``n``.
         """
         n = len(X)
@@ -259,8 +259,6 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
     def _prepare(self) -> None:
         # columns contiguous: the compiled step bisects one feature's column at a time
         self.ref_sorted_ = np.asfortranarray(np.sort(self.X_ref_, axis=0))
-        # n F_n at the sorted reference values (ties: the same count at each), summed as
-        # integers: exact prefix sums, so a segment's sum has no rounding error of its own
         self.cum_k_, self.cum_k2_ = _ecdf_prefix_sums(self.ref_sorted_)
         self.first_step_ = int(self.window_size)
 

@@ -177,13 +177,17 @@ def _sorted_per_stream_maxima(X: np.ndarray, W: int, B: int, rng: np.random.Gene
 
 
 @pytest.mark.parametrize(
-    "n, d, W, ties",
-    [(5, 1, 2, True), (5, 3, 2, False), (11, 2, 5, True), (300, 1, 8, False),
-     (300, 4, 8, True), (400, 3, 2, True), (250, 5, 20, False), (41, 4, 20, True)],
+    "n, d, W, data",
+    [(5, 1, 2, "ties"), (5, 3, 2, "continuous"), (11, 2, 5, "ties"), (300, 1, 8, "continuous"),
+     (300, 4, 8, "ties"), (400, 3, 2, "ties"), (250, 5, 20, "continuous"), (41, 4, 20, "ties"),
+     (60, 3, 4, "constant column")],
 )  # fmt: skip
-def test_reference_calibration_equals_sorting_each_streams_reference(n, d, W, ties):
+def test_reference_calibration_equals_sorting_each_streams_reference(n, d, W, data):
     rng = np.random.default_rng(n * d + W)
-    X = rng.integers(0, 5, size=(n, d)).astype(float) if ties else rng.normal(size=(n, d))
+    X = rng.normal(size=(n, d)) if data == "continuous" else rng.integers(0, 5, size=(n, d))
+    X = X.astype(float)
+    if data == "constant column":
+        X[:, 1] = 2.0
     B = 300 if n * d < 1000 else 40  # more than one chunk for the small ones
     det = OnlineCVMDetector(window_size=W, n_bootstraps=B, calibration="reference")
     new = det._simulate_reference(X, np.random.default_rng(3))
