@@ -8,9 +8,8 @@ threshold, for :meth:`~dgpbench.online.base.OnlineDetector.run`.
 
 The Cramér-von Mises step costs ``O(W d + d log n)`` (:func:`cvm_statistics`), and a
 simulated stream of its reference calibration ``O(W^2 d)`` (:func:`cvm_reference_maxima`,
-no sorting of the stream's reference); the MMD
-step ``O((m + W) d)``, its dot products and sums rounded in their own order (a few ulps
-from BLAS's).
+no sorting of the stream's reference); the MMD step ``O((m + W) d)``, its dot products
+and sums rounded in their own order (a few ulps from BLAS's).
 """
 
 from __future__ import annotations
