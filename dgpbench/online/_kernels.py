@@ -6,9 +6,10 @@ calls, whose fixed costs dominated at the sizes of low-dimensional features. The
 ``*_steps`` kernels feed a block of samples and stop after the first one above its
 threshold, for :meth:`~dgpbench.online.base.OnlineDetector.run`.
 
-The Cramér-von Mises step costs ``O(W d + d log n)`` (:func:`cvm_statistics`); the MMD
-step ``O((m + W) d)``, its dot products and sums rounded in their own order (a few ulps
-from BLAS's).
+The Cramér-von Mises step costs ``O(W d + d log n)`` (:func:`cvm_statistics`), and a
+simulated stream of its reference calibration ``O(W^2 d)`` (:func:`cvm_reference_maxima`,
+no sorting of the stream's reference); the MMD step ``O((m + W) d)``, its dot products
+and sums rounded in their own order (a few ulps from BLAS's).
 """
 
 from __future__ import annotations
@@ -214,3 +215,99 @@ def all_finite(x):  # pragma: no cover
         if not math.isfinite(v):
             return False
     return True
+
+
+@njit(cache=True, nogil=True)
+def cvm_reference_maxima(rows, lo, hi, cum_k, cum_k2, W, out):  # pragma: no cover
+    """Largest feature ``T`` of simulated streams of reference rows into ``out`` (b, W).
+
+    Stream ``i`` takes the rows ``rows[i]`` (``L`` of them, in order) as its samples and the
+    other ``m = n - L`` rows of the full reference as its reference; its windows are the
+    ``W`` consecutive samples starting at ``0 .. W - 1``. ``lo``, ``hi`` (features x rows):
+    each row's number of full-reference values below and at or below it per feature;
+    ``cum_k``, ``cum_k2``: prefix sums of ``k_i = #{values <= x_(i)}`` and ``k_i^2`` over
+    each sorted full column (as in :func:`cvm_statistics`).
+
+    No stream reference is sorted: its ECDF at the ``i``-th sorted full value is
+    ``(k_i - R_i) / m`` with ``R_i`` the stream values at or below it (those with ``lo <= i``),
+    and the window's ECDF ``G`` changes at the window values' ``lo`` too. Between
+    consecutive stream positions both are constant, so the sum over all full values takes
+    ``L + 1`` segments of prefix sums; the stream values' own terms (their value groups,
+    ties included) are then taken off and the window's added: ``O(L W)`` per stream and
+    feature after an ``O(L^2)`` insertion sort, whatever ``n``.
+    """
+    b, L = rows.shape
+    d, n = lo.shape
+    m = n - L
+    inv_m, inv_w, inv_mm = 1.0 / m, 1.0 / W, 1.0 / (float(m) * m)
+    scale = m * W / (m + W) ** 2
+    key = np.empty(L, np.int64)  # lo position * L + stream index, sorted
+    who = np.empty(L, np.int64)  # the sorted stream values' indices in the stream
+    # the non-empty segments between consecutive stream positions: the stream values
+    # below (R), the full values' count and sums, and the hi count of the group of stream
+    # values at the segment's start (one value, ties)
+    seg_r = np.empty(L + 1, np.int64)
+    seg_n = np.empty(L + 1, np.int64)
+    seg_s1 = np.empty(L + 1)
+    seg_s2 = np.empty(L + 1)
+    seg_k = np.empty(L + 1, np.int64)
+    total = np.empty(W)  # per window: the sum over the pooled points
+    g = np.empty(W)  # per window: its values among the sorted stream values so far
+    g_prev = np.empty(W)
+    for i in range(b):
+        for k in range(W):
+            out[i, k] = -math.inf
+        for j in range(d):
+            for t in range(L):  # insertion sort by lo: L is small
+                v = lo[j, rows[i, t]] * L + t
+                p = t
+                while p > 0 and key[p - 1] > v:
+                    key[p] = key[p - 1]
+                    p -= 1
+                key[p] = v
+            nseg = 0
+            start = 0
+            for s in range(L + 1):
+                end = key[s] // L if s < L else n
+                if s < L:
+                    who[s] = key[s] % L
+                if end > start:
+                    seg_r[nseg] = s
+                    seg_n[nseg] = end - start
+                    seg_s1[nseg] = (cum_k[end, j] - cum_k[start, j]) * inv_m
+                    seg_s2[nseg] = (cum_k2[end, j] - cum_k2[start, j]) * inv_mm
+                    seg_k[nseg] = hi[j, rows[i, who[s - 1]]] if s > 0 else 0
+                    nseg += 1
+                    start = end
+            # all windows at once, segment after segment: the loops over windows vectorise
+            for k in range(W):
+                total[k] = 0.0
+                g[k] = 0.0
+                g_prev[k] = 0.0
+            t = 0
+            prev_r = 0
+            for u in range(nseg):
+                r = seg_r[u]
+                while t < r:  # stream value who[t] is in windows who[t] - W + 1 .. who[t]
+                    for k in range(max(0, who[t] - W + 1), min(W, who[t] + 1)):
+                        g[k] += 1.0
+                    t += 1
+                s1, s2, count = seg_s1[u], seg_s2[u], seg_n[u]
+                base = r * inv_m
+                if r == 0:
+                    for k in range(W):
+                        c = base + g[k] * inv_w  # R / m + G on the segment
+                        total[k] += s2 - 2.0 * c * s1 + c * c * count
+                else:  # the group: no reference points; window points if in the window
+                    group = r - prev_r
+                    kf = seg_k[u] * inv_m
+                    for k in range(W):
+                        c = base + g[k] * inv_w
+                        f = kf - c
+                        total[k] += (s2 - 2.0 * c * s1 + c * c * count
+                                     + (g[k] - g_prev[k] - group) * f * f)  # fmt: skip
+                for k in range(W):
+                    g_prev[k] = g[k]
+                prev_r = r
+            for k in range(W):
+                out[i, k] = max(out[i, k], scale * total[k])

@@ -41,14 +41,19 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dgpbench._compat import fit_context
 from dgpbench.detectors.base import check_min_samples
-from dgpbench.online._kernels import cvm_statistics, cvm_step, cvm_steps
+from dgpbench.online._kernels import (
+    cvm_reference_maxima,
+    cvm_statistics,
+    cvm_step,
+    cvm_steps,
+)
 from dgpbench.online.base import OnlineDetector, checked_array
 from dgpbench.online.thresholds import CVM_ONLINE_RULES, hazard_thresholds, per_feature_rate
 from dgpbench.parameters import sklearn_constraints
 
 __all__ = ["OnlineCVMDetector", "cvm_from_positions"]
 
-#: Simulated streams handled at once when configuring (memory ~ chunk x (n + W) floats).
+#: Simulated streams handled at once when configuring (memory ~ chunk x n floats).
 _CHUNK = 256
 
 
@@ -88,6 +93,19 @@ def cvm_from_positions(a: np.ndarray, n: int) -> np.ndarray:
     c_sq = (n * W * W - (a * (2 * j - 1)).sum(-1)) / (W * W)  # sum_i c_i^2 / W^2
     win = ((a / n - j / W) ** 2).sum(-1)
     return n * W / (n + W) ** 2 * (ref_sq - 2.0 * cross + c_sq + win)
+
+
+def _ecdf_prefix_sums(sorted_cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Prefix sums of ``k_i = n F_n`` and ``k_i^2`` down each sorted column: (n + 1, d) each.
+
+    ``k_i`` counts the column's values at or below its ``i``-th (ties: the same count at
+    each); summed as integers, so a segment's sum has no rounding error of its own.
+    """
+    n = len(sorted_cols)
+    k = np.stack([np.searchsorted(s, s, side="right") for s in sorted_cols.T], axis=1)
+    zero = np.zeros((1, k.shape[1]))
+    sq = k * k if n <= 2_000_000 else k.astype(np.float64) ** 2  # n^3 within int64
+    return np.concatenate([zero, k.cumsum(0)]), np.concatenate([zero, sq.cumsum(0)])
 
 
 class OnlineCVMDetector(OnlineDetector, BaseEstimator):
@@ -214,59 +232,34 @@ class OnlineCVMDetector(OnlineDetector, BaseEstimator):
 
         Each stream takes ``2W - 1`` rows of ``X`` as its samples and the other ``m`` rows as
         its reference (the features keep their joint law, ties included); ``T`` follows the
-        ECDF definition: with the reference sorted, the window's ECDF is constant between the
-        window values' positions, so the reference points' sum comes from prefix sums of
-        ``F_m`` and ``F_m^2`` in ``O(W)`` per window.
+        ECDF definition. Each column of ``X`` is sorted once: a stream's reference ECDF is
+        the full one less the stream's own values, so the reference points' sum comes from
+        the full column's prefix sums in ``O(W^2)`` per stream and feature
+        (:func:`~dgpbench.online._kernels.cvm_reference_maxima`), whatever ``n``.
         """
-        n, d = X.shape
+        n = len(X)
         W, B = int(self.window_size), int(self.n_bootstraps)
-        L, m = 2 * W - 1, n - 2 * W + 1
-        scale = m * W / (m + W) ** 2
-        stats = np.full((B, W), -np.inf)
-        starts = np.arange(W)
-        slots = starts[:, None] + np.arange(W)[None, :]  # (window, slot) -> stream index
-        level = np.arange(W + 1) / W  # the window's ECDF on each segment
+        L = 2 * W - 1
+        sorted_cols = np.sort(X, axis=0)
+        lo = np.stack([np.searchsorted(s, x) for s, x in zip(sorted_cols.T, X.T, strict=True)])
+        hi = np.stack([np.searchsorted(s, x, side="right")
+                       for s, x in zip(sorted_cols.T, X.T, strict=True)])  # fmt: skip
+        cum_k, cum_k2 = _ecdf_prefix_sums(sorted_cols)
+        stats = np.empty((B, W))
         for start in range(0, B, _CHUNK):
             b = min(_CHUNK, B - start)
-            perm = np.argsort(rng.random((b, n)), axis=1)
-            for j in range(d):
-                ref = np.sort(X[perm[:, L:], j], axis=1)  # (b, m)
-                stream = X[perm[:, :L], j]  # (b, L)
-                F = np.stack([np.searchsorted(r, r, side="right") for r in ref]) / m
-                P1 = np.concatenate([np.zeros((b, 1)), F.cumsum(1)], axis=1)
-                P2 = np.concatenate([np.zeros((b, 1)), (F * F).cumsum(1)], axis=1)
-                left = np.stack([np.searchsorted(r, s) for r, s in zip(ref, stream, strict=True)])
-                right = np.stack([np.searchsorted(r, s, side="right")
-                                  for r, s in zip(ref, stream, strict=True)])  # fmt: skip
-                # reference points: w <= r_i iff i >= left position of w
-                q = np.sort(left[:, slots], axis=2)  # (b, W windows, W)
-                edges = np.concatenate(
-                    [np.zeros((b, W, 1), dtype=q.dtype), q, np.full((b, W, 1), m)], axis=2
-                )
-                s1 = np.diff(np.take_along_axis(P1[:, None, :], edges, axis=2), axis=2)
-                s2 = np.diff(np.take_along_axis(P2[:, None, :], edges, axis=2), axis=2)
-                count = np.diff(edges, axis=2)
-                ref_sum = (s2 - 2 * level * s1 + level**2 * count).sum(2)
-                # window points: G(w) counts the window values <= w
-                le = (stream[:, None, :] <= stream[:, :, None]).cumsum(2, dtype=np.int32)
-                before = le[:, slots, (starts - 1)[:, None]] * (starts > 0)[:, None]
-                G = (le[:, slots, (starts + W - 1)[:, None]] - before) / W
-                win_sum = ((right[:, slots] / m - G) ** 2).sum(2)
-                np.maximum(stats[start : start + b], scale * (ref_sum + win_sum),
-                           out=stats[start : start + b])  # fmt: skip
+            # a stream is the first L rows of argsort(r): the L smallest r's, in order
+            r = rng.random((b, n))
+            first = np.argpartition(r, L - 1, axis=1)[:, :L]
+            order = np.argsort(np.take_along_axis(r, first, axis=1), axis=1)
+            rows = np.take_along_axis(first, order, axis=1)
+            cvm_reference_maxima(rows, lo, hi, cum_k, cum_k2, W, stats[start : start + b])
         return stats
 
     def _prepare(self) -> None:
-        n = len(self.X_ref_)
         # columns contiguous: the compiled step bisects one feature's column at a time
         self.ref_sorted_ = np.asfortranarray(np.sort(self.X_ref_, axis=0))
-        # n F_n at the sorted reference values (ties: the same count at each), summed as
-        # integers: exact prefix sums, so a segment's sum has no rounding error of its own
-        k = np.stack([np.searchsorted(s, s, side="right") for s in self.ref_sorted_.T], axis=1)
-        zero = np.zeros((1, k.shape[1]))
-        self.cum_k_ = np.concatenate([zero, k.cumsum(0)])
-        sq = k * k if n <= 2_000_000 else k.astype(np.float64) ** 2  # n^3 within int64
-        self.cum_k2_ = np.concatenate([zero, sq.cumsum(0)])
+        self.cum_k_, self.cum_k2_ = _ecdf_prefix_sums(self.ref_sorted_)
         self.first_step_ = int(self.window_size)
 
     # the stream ----------------------------------------------------------------------

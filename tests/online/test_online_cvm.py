@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.stats import cramervonmises_2samp
+from sklearn.utils import check_random_state
 
 from dgpbench.online import (
     OnlineCVMDetector,
@@ -13,7 +14,8 @@ from dgpbench.online import (
     run_times,
     save_stream_state,
 )
-from dgpbench.online.cvm import cvm_from_positions
+from dgpbench.online.cvm import _CHUNK, cvm_from_positions
+from dgpbench.online.thresholds import hazard_thresholds
 from dgpbench.saved import FittedDetector, load_detector, save_detector
 
 
@@ -129,6 +131,79 @@ def test_reference_calibration_simulates_the_ecdf_statistic_of_permuted_rows(int
         for k in range(4):
             want = max(_ecdf_cvm(ref[:, j], stream[k : k + 4, j]) for j in range(3))
             assert stats[b, k] == pytest.approx(want, rel=1e-12)
+
+
+def _sorted_per_stream_maxima(X: np.ndarray, W: int, B: int, rng: np.random.Generator):
+    """The reference calibration's statistics computed by sorting every stream's reference.
+
+    Per chunk of streams, a permutation of the rows (``argsort`` of uniforms); per feature
+    the ``m`` reference values sorted, the reference points' sum from prefix sums of
+    ``F_m`` and ``F_m^2`` between the window values' positions: ``O(B d m log m)``.
+    """
+    n, d = X.shape
+    L, m = 2 * W - 1, n - 2 * W + 1
+    scale = m * W / (m + W) ** 2
+    stats = np.full((B, W), -np.inf)
+    starts = np.arange(W)
+    slots = starts[:, None] + np.arange(W)[None, :]  # (window, slot) -> stream index
+    level = np.arange(W + 1) / W  # the window's ECDF on each segment
+    for start in range(0, B, _CHUNK):
+        b = min(_CHUNK, B - start)
+        perm = np.argsort(rng.random((b, n)), axis=1)
+        for j in range(d):
+            ref = np.sort(X[perm[:, L:], j], axis=1)  # (b, m)
+            stream = X[perm[:, :L], j]  # (b, L)
+            F = np.stack([np.searchsorted(r, r, side="right") for r in ref]) / m
+            P1 = np.concatenate([np.zeros((b, 1)), F.cumsum(1)], axis=1)
+            P2 = np.concatenate([np.zeros((b, 1)), (F * F).cumsum(1)], axis=1)
+            left = np.stack([np.searchsorted(r, s) for r, s in zip(ref, stream, strict=True)])
+            right = np.stack([np.searchsorted(r, s, side="right")
+                              for r, s in zip(ref, stream, strict=True)])  # fmt: skip
+            q = np.sort(left[:, slots], axis=2)  # (b, W windows, W)
+            edges = np.concatenate(
+                [np.zeros((b, W, 1), dtype=q.dtype), q, np.full((b, W, 1), m)], axis=2
+            )
+            s1 = np.diff(np.take_along_axis(P1[:, None, :], edges, axis=2), axis=2)
+            s2 = np.diff(np.take_along_axis(P2[:, None, :], edges, axis=2), axis=2)
+            count = np.diff(edges, axis=2)
+            ref_sum = (s2 - 2 * level * s1 + level**2 * count).sum(2)
+            le = (stream[:, None, :] <= stream[:, :, None]).cumsum(2, dtype=np.int32)
+            before = le[:, slots, (starts - 1)[:, None]] * (starts > 0)[:, None]
+            G = (le[:, slots, (starts + W - 1)[:, None]] - before) / W
+            win_sum = ((right[:, slots] / m - G) ** 2).sum(2)
+            np.maximum(stats[start : start + b], scale * (ref_sum + win_sum),
+                       out=stats[start : start + b])  # fmt: skip
+    return stats
+
+
+@pytest.mark.parametrize(
+    "n, d, W, data",
+    [(5, 1, 2, "ties"), (5, 3, 2, "continuous"), (11, 2, 5, "ties"), (300, 1, 8, "continuous"),
+     (300, 4, 8, "ties"), (400, 3, 2, "ties"), (250, 5, 20, "continuous"), (41, 4, 20, "ties"),
+     (60, 3, 4, "constant column")],
+)  # fmt: skip
+def test_reference_calibration_equals_sorting_each_streams_reference(n, d, W, data):
+    rng = np.random.default_rng(n * d + W)
+    X = rng.normal(size=(n, d)) if data == "continuous" else rng.integers(0, 5, size=(n, d))
+    X = X.astype(float)
+    if data == "constant column":
+        X[:, 1] = 2.0
+    B = 300 if n * d < 1000 else 40  # more than one chunk for the small ones
+    det = OnlineCVMDetector(window_size=W, n_bootstraps=B, calibration="reference")
+    new = det._simulate_reference(X, np.random.default_rng(3))
+    old = _sorted_per_stream_maxima(X, W, B, np.random.default_rng(3))
+    np.testing.assert_allclose(new, old, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["continuous", "ties"])
+def test_reference_calibration_thresholds_are_those_of_sorting_each_streams_reference(ties):
+    rng = np.random.default_rng(11)
+    X = rng.integers(0, 6, size=(200, 3)).astype(float) if ties else rng.normal(size=(200, 3))
+    det = OnlineCVMDetector(ert=50, window_size=6, n_bootstraps=700, random_state=0,
+                            calibration="reference").fit(X)  # fmt: skip
+    seed = check_random_state(0).randint(2**31 - 1)  # fit's generator
+    old = _sorted_per_stream_maxima(X, 6, 700, np.random.default_rng(seed))
+    np.testing.assert_allclose(det.thresholds_, hazard_thresholds(old, 1 / 50), rtol=1e-10)
 
 
 def _correlated(rng: np.random.Generator, size: int, d: int = 5, rho: float = 0.9) -> np.ndarray:
