@@ -9,9 +9,9 @@ the shifts beyond the paper (RO, ZO, TR, SH, KO) and the CNNs go to their own ta
 cell is the detection ratio in percent: the mean of ``rejected`` over models x intensities x
 deltas x draws (the paper's aggregation); :func:`pooled_records` selects the deltas to pool
 (the workflow's ``report.pool_deltas``).
-The CSV versions add a 95% Wilson score interval that treats every draw as an independent
-Bernoulli trial (draws share images and models, so read it as a lower bound on uncertainty);
-the figures draw it as a band.
+The CSV versions add a 95% interval over the cell's trained models, its independent units
+(the hull of a percentile bootstrap over the models and the draws' Wilson interval;
+``n_models`` counts them: :func:`model_cells`); the figures draw it as a band.
 
 Threshold-free views use the smallest per-feature p-value of every draw (``min_p``): the
 AUROC table separates clean from shifted batches by it, and the calibration figure compares
@@ -284,7 +284,7 @@ def main_table(
         write_empty_table(Path(out_dir) / "table1_shift_detection", title=title, note=note)
         table1_ranks(rec, out_dir, methods)
         return pd.DataFrame()
-    cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
+    cells = model_cells(rec, ["dataset", "corruption", "n", "method"])
     cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], methods))
     write_table(
         cells,
@@ -386,7 +386,7 @@ def ablation_tables(
         for stem in ("table2_ablation", "table_appendix_ablation_full"):
             write_empty_table(Path(out_dir) / stem, title="Ablation", note=note)
         return pd.DataFrame()
-    cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
+    cells = model_cells(rec, ["dataset", "corruption", "n", "method"])
     cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], ABLATION_METHODS))
     short = cells[cells["n"].isin(ns_main)].copy()
     # the column header says which level is n: "n = 20 / GB", not "20 / GB"
@@ -439,7 +439,7 @@ def calibration_table(
             note=f"No {kind.upper()} models (config key models.kind).",
         )
         return pd.DataFrame()
-    cells = detection_cells(rec, ["dataset", "n", "method"])
+    cells = model_cells(rec, ["dataset", "n", "method"])
     cells["best"] = False
     cells["star"] = False
     cells = _labelled(cells)
@@ -571,7 +571,7 @@ def beyond_tables(
             write_empty_table(out / stem, title=title, note=note)
             tables[stem] = pd.DataFrame()
             continue
-        cells = detection_cells(rec, ["dataset", "corruption", "n", "method"])
+        cells = model_cells(rec, ["dataset", "corruption", "n", "method"])
         cells = _labelled(_mark(cells, ["dataset", "corruption", "n"], methods))
         cells = cells.rename(columns={"Corruption": "Shift"})
         write_table(
@@ -599,7 +599,7 @@ def _message_figure(message: str, stem: Path) -> None:
 
 
 BAND_ALPHA = 0.35
-"""Opacity of the Wilson-interval bands of the line figures (0.2 was barely visible)."""
+"""Opacity of the interval bands of the line figures (0.2 was barely visible)."""
 
 
 def _lineplot_grid(
@@ -624,7 +624,7 @@ def _lineplot_grid(
         row=row,
         col=col,
         kind="line",
-        errorbar=None,  # the bands are the Wilson intervals, drawn below
+        errorbar=None,  # the bands are the cells' intervals, drawn below
         markers=True,
         dashes=False,
         height=2.6,
@@ -632,7 +632,7 @@ def _lineplot_grid(
         facet_kws={"sharey": True, "margin_titles": True},
     )
 
-    def wilson_band(data: pd.DataFrame, **_: object) -> None:
+    def interval_band(data: pd.DataFrame, **_: object) -> None:
         ax = plt.gca()
         for label, g in data.groupby("Method", observed=True):
             g = g.sort_values("n")
@@ -647,7 +647,7 @@ def _lineplot_grid(
             for edge in ("ci_low_pct", "ci_high_pct"):  # edges keep overlapping bands apart
                 ax.plot(g["n"], g[edge], color=palette[label], lw=0.6, ls=":", alpha=0.9)
 
-    grid.map_dataframe(wilson_band)
+    grid.map_dataframe(interval_band)
     for ax in grid.axes.flat:
         ax.set_xscale("log")
         ticks = sorted(cells["n"].unique())
@@ -657,7 +657,7 @@ def _lineplot_grid(
         ax.set_ylim(-2, 102)
     # The band's meaning goes in the title: a longer y label overflows a 2.6-inch facet.
     grid.set_axis_labels("sample size n (images per batch)", "detection ratio (%)")
-    grid.figure.suptitle(f"{title}\n(bands: 95% Wilson intervals)", y=1.13)
+    grid.figure.suptitle(f"{title}\n(bands: 95% intervals over the models)", y=1.13)
     save_figure(grid.figure, stem, bbox_inches="tight")
     plt.close(grid.figure)
 
@@ -686,7 +686,7 @@ def figures(
     gn = rec[rec["corruption"] == "GN"]
     if len(gn):
         cells = _labelled(
-            detection_cells(pooled[pooled["corruption"] == "GN"], ["dataset", "n", "method"])
+            model_cells(pooled[pooled["corruption"] == "GN"], ["dataset", "n", "method"])
         )
         _lineplot_grid(
             cells,
@@ -695,7 +695,7 @@ def figures(
             "Gaussian noise: detection ratio by sample size",
             out / "fig_gn_by_n",
         )
-        cells = _labelled(detection_cells(gn, ["dataset", "delta", "n", "method"]))
+        cells = _labelled(model_cells(gn, ["dataset", "delta", "n", "method"]))
         cells["δ"] = cells["delta"].map(lambda d: f"{d:g}")  # panel titles "δ = 0.25"
         _lineplot_grid(
             cells,
@@ -713,7 +713,7 @@ def figures(
             "No MLP with one of the paper's corruptions GB, GN, PD, UN.", out / "fig_overview"
         )
     else:
-        cells = _labelled(detection_cells(pooled, ["dataset", "corruption", "n", "method"]))
+        cells = _labelled(model_cells(pooled, ["dataset", "corruption", "n", "method"]))
         _lineplot_grid(
             cells,
             "Dataset",
@@ -834,7 +834,7 @@ def _beyond_figure(records: pd.DataFrame, stem: Path, methods: Sequence[str]) ->
         _message_figure("No shift beyond the paper and no CNN.", stem)
         return stem.with_suffix(".png")
     rec["kind"] = kind.loc[rec.index].str.upper()
-    cells = _labelled(detection_cells(rec, ["dataset", "kind", "corruption", "n", "method"]))
+    cells = _labelled(model_cells(rec, ["dataset", "kind", "corruption", "n", "method"]))
     cells["Models"] = cells["Dataset"].astype(str) + ", " + cells["kind"]
     cells = cells.rename(columns={"Corruption": "Shift"})
     _lineplot_grid(
