@@ -35,7 +35,6 @@ from bench_helpers import RESULTS
 
 from dgpbench.detectors.mmd import mmd2_unbiased
 from dgpbench.online import OnlineCVMDetector, OnlineMMDDetector
-from dgpbench.online.cvm import _CHUNK
 from dgpbench.online.mmd import gaussian_kernel
 from dgpbench.online.streams import clean_run_times
 
@@ -185,66 +184,5 @@ def test_threshold_configuration_time(benchmark, cls, d, boots, extra):
     benchmark.pedantic(lambda: det.fit(X), rounds=1, iterations=1)
     line = (f"{cls.__name__} {extra} configuration, n_ref {len(X)}, d {d}, W {W}, {boots} "
             f"streams: {benchmark.stats.stats.min:.2f} s")  # fmt: skip
-    RESULTS.append({"line": line})
-    print(line)
-
-
-def _sorted_per_stream_maxima(X: np.ndarray, W: int, B: int, rng: np.random.Generator):
-    """The reference calibration's statistics by sorting every stream's reference (numpy).
-
-    The same streams (``argsort`` of the same uniforms per chunk), ``O(B d m log m)``.
-    """
-    n, d = X.shape
-    L, m = 2 * W - 1, n - 2 * W + 1
-    scale = m * W / (m + W) ** 2
-    stats = np.full((B, W), -np.inf)
-    starts = np.arange(W)
-    slots = starts[:, None] + np.arange(W)[None, :]  # (window, slot) -> stream index
-    level = np.arange(W + 1) / W  # the window's ECDF on each segment
-    for start in range(0, B, _CHUNK):
-        b = min(_CHUNK, B - start)
-        perm = np.argsort(rng.random((b, n)), axis=1)
-        for j in range(d):
-            ref = np.sort(X[perm[:, L:], j], axis=1)  # (b, m)
-            stream = X[perm[:, :L], j]  # (b, L)
-            F = np.stack([np.searchsorted(r, r, side="right") for r in ref]) / m
-            P1 = np.concatenate([np.zeros((b, 1)), F.cumsum(1)], axis=1)
-            P2 = np.concatenate([np.zeros((b, 1)), (F * F).cumsum(1)], axis=1)
-            left = np.stack([np.searchsorted(r, s) for r, s in zip(ref, stream, strict=True)])
-            right = np.stack([np.searchsorted(r, s, side="right")
-                              for r, s in zip(ref, stream, strict=True)])  # fmt: skip
-            q = np.sort(left[:, slots], axis=2)  # (b, W windows, W)
-            edges = np.concatenate(
-                [np.zeros((b, W, 1), dtype=q.dtype), q, np.full((b, W, 1), m)], axis=2
-            )
-            s1 = np.diff(np.take_along_axis(P1[:, None, :], edges, axis=2), axis=2)
-            s2 = np.diff(np.take_along_axis(P2[:, None, :], edges, axis=2), axis=2)
-            count = np.diff(edges, axis=2)
-            ref_sum = (s2 - 2 * level * s1 + level**2 * count).sum(2)
-            le = (stream[:, None, :] <= stream[:, :, None]).cumsum(2, dtype=np.int32)
-            before = le[:, slots, (starts - 1)[:, None]] * (starts > 0)[:, None]
-            G = (le[:, slots, (starts + W - 1)[:, None]] - before) / W
-            win_sum = ((right[:, slots] / m - G) ** 2).sum(2)
-            np.maximum(stats[start : start + b], scale * (ref_sum + win_sum),
-                       out=stats[start : start + b])  # fmt: skip
-    return stats
-
-
-def test_reference_calibration_sorted_once_vs_per_stream(benchmark):
-    n, d, w, boots = 2000, 10, 20, 5000
-    X = np.random.default_rng(4).normal(size=(n, d))
-    det = OnlineCVMDetector(window_size=w, n_bootstraps=boots, calibration="reference")
-    det._simulate_reference(X[:50], np.random.default_rng(0))  # compiled code warmed up
-    stats = benchmark.pedantic(lambda: det._simulate_reference(X, np.random.default_rng(5)),
-                               rounds=3, iterations=1)  # fmt: skip
-    ours = benchmark.stats.stats.min
-    start = time.perf_counter()
-    baseline = _sorted_per_stream_maxima(X, w, boots, np.random.default_rng(5))
-    theirs = time.perf_counter() - start
-    np.testing.assert_allclose(stats, baseline, rtol=1e-10)
-    line = (
-        f"CvM reference calibration n {n}, d {d}, W {w}, {boots} streams: sorted once "
-        f"{ours:.3f} s, per-stream sorting {theirs:.2f} s ({theirs / ours:.1f}x)"
-    )
     RESULTS.append({"line": line})
     print(line)

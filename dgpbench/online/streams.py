@@ -454,52 +454,17 @@ def stream_records(
         raise TypeError(f"reference_splits must be an integer, got {reference_splits!r}")
     if reference_splits < 1:
         raise ValueError(f"reference_splits must be 1 or more, got {reference_splits}")
-    frames = []
+    rows = []
     for split in range(int(reference_splits)):
         # Split 0 keeps `seed` (one split gives the records it always gave).
         split_seed = (
             seed if split == 0 else int(np.random.SeedSequence([seed, split]).generate_state(1)[0])
         )
-        frames.append(_split_records(
-            clean, features, split_seed, detectors=detectors, erts=erts, shifts=shifts,
-            n_ref=n_ref, window_size=window_size, n_streams=n_streams,
-            n_shift_streams=n_shift_streams, change_point=change_point, max_factor=max_factor,
-            n_bootstraps=n_bootstraps, bootstraps_per_ert=bootstraps_per_ert,
-            cvm_calibration=cvm_calibration,
-        ).assign(split=split))  # fmt: skip
-    out = pd.concat(frames, ignore_index=True)
-    out = out[["split", *(c for c in out.columns if c != "split")]]
-    return out.assign(
-        n_ref=n_ref, window_size=window_size, change_point=change_point, n_features=clean.shape[1]
-    )
-
-
-def _split_records(
-    clean: np.ndarray,
-    features: Mapping[str, np.ndarray],
-    seed: int,
-    *,
-    detectors: Sequence[str],
-    erts: Sequence[int],
-    shifts: Sequence[str],
-    n_ref: int,
-    window_size: int,
-    n_streams: int,
-    n_shift_streams: int,
-    change_point: int,
-    max_factor: float,
-    n_bootstraps: int | None,
-    bootstraps_per_ert: float | None,
-    cvm_calibration: str,
-) -> pd.DataFrame:
-    """:func:`stream_records` of one reference split (``seed``: its split, configurations, streams)."""
-    ref_idx, held_idx = split_reference(len(clean), n_ref, seed)
-    ref, pool = clean[ref_idx], clean[held_idx]
-    rows = []
-    # One independent seed per use: (detector, ERT) -> configuration, clean streams, shifts.
-    children = iter(np.random.SeedSequence(seed).spawn(len(detectors) * len(erts)))
-    for name in detectors:
-        for ert in erts:
+        ref_idx, held_idx = split_reference(len(clean), n_ref, split_seed)
+        ref, pool = clean[ref_idx], clean[held_idx]
+        # One independent seed per use: (detector, ERT) -> configuration, clean streams, shifts.
+        children = iter(np.random.SeedSequence(split_seed).spawn(len(detectors) * len(erts)))
+        for name, ert in ((name, ert) for name in detectors for ert in erts):
             seeds = [int(s.generate_state(1)[0]) for s in next(children).spawn(2 + len(shifts))]
             params = {"ert": ert, "window_size": window_size, "random_state": seeds[0]}
             if n_bootstraps is not None:
@@ -513,7 +478,7 @@ def _split_records(
             times, cens = clean_run_times(det, pool, n_streams, limit, seeds[1],
                                           window_size=window_size)  # fmt: skip
             rows += [
-                (name, ert, "none", k, float(t), bool(c), False)
+                (split, name, ert, "none", k, float(t), bool(c), False)
                 for k, (t, c) in enumerate(zip(times, cens, strict=True))
             ]
             for key, key_seed in zip(shifts, seeds[2:], strict=True):
@@ -521,10 +486,10 @@ def _split_records(
                 delays = shift_delays(det, pool, shifted, change_point, n_shift_streams, limit,
                                       key_seed, window_size=window_size)  # fmt: skip
                 rows += [
-                    (name, ert, key, k, float(d), bool(np.isnan(d)), bool(d <= 0))
+                    (split, name, ert, key, k, float(d), bool(np.isnan(d)), bool(d <= 0))
                     for k, d in enumerate(delays)
                 ]
-    return pd.DataFrame(
-        rows,
-        columns=["detector", "ert", "shift", "stream", "value", "censored", "false_alarm"],
+    columns = ["split", "detector", "ert", "shift", "stream", "value", "censored", "false_alarm"]
+    return pd.DataFrame(rows, columns=columns).assign(
+        n_ref=n_ref, window_size=window_size, change_point=change_point, n_features=clean.shape[1]
     )
