@@ -216,6 +216,7 @@ RANKS = {
 HELPERS = {"io", "progress", "labels", "naming", "tables", "npz", "resources", "threads"}
 HELPERS |= {"_validation", "_compat", "_device", "_lazy"}
 HELPERS |= {"state", "parameters"}  # fitted state and parameter rules as plain data
+HELPERS |= {"resampling"}  # the bootstrap over independent units every report shares
 
 
 def _family(module: str) -> str:
