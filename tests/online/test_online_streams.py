@@ -268,6 +268,15 @@ def test_summary_delay_interval_covers_the_spread_between_splits():
     assert row["low"] <= detected.mean() - half and row["high"] >= detected.mean() + half
 
 
+def test_interval_over_reference_splits_contains_the_ert(features):
+    rec = stream_records(features, detectors=["mmd_online", "cvm_online"], erts=[20], shifts=[],
+                         n_ref=200, n_streams=20, n_shift_streams=0, reference_splits=3,
+                         seed=1, **SMALL)  # fmt: skip
+    summary = summarise_streams(rec)
+    assert (summary["n_references"] == 3).all() and (summary["n_streams"] == 60).all()
+    assert summary["ert_in_interval"].all(), summary[["detector", "mean", "low", "high"]]
+
+
 def _records():
     none = dict(detector="cvm_online", ert=20, shift="none", censored=False, false_alarm=False)
     rows = [dict(none, value=v, model=m) for m, v in [("a", 10.0), ("a", 30.0), ("b", 25.0)]]
