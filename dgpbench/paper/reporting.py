@@ -166,6 +166,7 @@ def write_table(
             "ratio_pct",
             "ci_low_pct",
             "ci_high_pct",
+            "n_models",
             "n_draws",
             "n_rejected",
             "best",
