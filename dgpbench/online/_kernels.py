@@ -21,6 +21,16 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
+def _insert_sorted(buf, k, v):  # pragma: no cover
+    """Insert ``v`` into the sorted ``buf[:k]`` (one step of an insertion sort: short buffers)."""
+    i = k
+    while i > 0 and buf[i - 1] > v:
+        buf[i] = buf[i - 1]
+        i -= 1
+    buf[i] = v
+
+
+@njit(cache=True, nogil=True)
 def cvm_statistics(cum_k, cum_k2, a, left, cw, q, stats):  # pragma: no cover
     """Each feature's ``T`` of a full window into ``stats``; their maximum.
 
@@ -42,12 +52,7 @@ def cvm_statistics(cum_k, cum_k2, a, left, cw, q, stats):  # pragma: no cover
     best = -math.inf
     for j in range(d):
         for k in range(W):  # insertion sort of the left positions: W is small
-            v = left[k, j]
-            i = k
-            while i > 0 and q[i - 1] > v:
-                q[i] = q[i - 1]
-                i -= 1
-            q[i] = v
+            _insert_sorted(q, k, left[k, j])
         ref = 0.0
         prev = 0
         for s in range(W + 1):
@@ -259,12 +264,7 @@ def cvm_reference_maxima(rows, lo, hi, cum_k, cum_k2, W, out):  # pragma: no cov
             out[i, k] = -math.inf
         for j in range(d):
             for t in range(L):  # insertion sort by lo: L is small
-                v = lo[j, rows[i, t]] * L + t
-                p = t
-                while p > 0 and key[p - 1] > v:
-                    key[p] = key[p - 1]
-                    p -= 1
-                key[p] = v
+                _insert_sorted(key, t, lo[j, rows[i, t]] * L + t)
             nseg = 0
             start = 0
             for s in range(L + 1):
