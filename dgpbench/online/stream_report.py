@@ -198,6 +198,7 @@ def plot_streams(summary: pd.DataFrame, stem: str | os.PathLike) -> list[Path]:
     datasets, erts = sorted(data["dataset"].unique()), sorted(data["ert"].unique())
     shifts = ["none", *[s for s in dict.fromkeys(data["shift"]) if s != "none"]]
     series = list(dict.fromkeys(zip(data["method"], data["detector"], strict=True)))
+    methods = list(dict.fromkeys(data["method"]))  # a colour per method, a marker per detector
     fig, axes = plt.subplots(len(datasets), len(erts), squeeze=False, sharey=True, layout="constrained",
                              figsize=(1.2 + 0.9 * len(shifts) * len(erts), 0.6 + 3.0 * len(datasets)))  # fmt: skip
     width = 0.8 / max(1, len(series))
@@ -213,7 +214,7 @@ def plot_streams(summary: pd.DataFrame, stem: str | os.PathLike) -> list[Path]:
                 low = np.maximum(part["low"].to_numpy(dtype=float), 1.0)  # a log axis
                 err = np.abs(np.vstack([mean - low, part["high"] - mean]))
                 ax.errorbar(x, mean, yerr=np.nan_to_num(err), fmt="o" if detector.startswith("cvm") else "s",
-                            color=colours(s % 10), ms=4, capsize=2,
+                            color=colours(methods.index(method) % 10), ms=4, capsize=2,
                             label=f"{method} ({detector})" if i == j == 0 else None)  # fmt: skip
             ax.axhline(ert, color="grey", ls="--", lw=1)
             ax.set_yscale("log")
