@@ -9,14 +9,14 @@ The ``stream`` workflow target measures, for one model and feature method:
 
 The clean test features are split (seeded) into the reference rows, on which the
 detector is fitted and its thresholds configured, and the held-out rows; with
-``reference_splits`` above 1, several times, each split with detectors of its own. A clean stream
-draws held-out rows at random, each uniformly among the rows not among the last
+``reference_splits`` above 1 several times, each split with detectors of its own. A clean
+stream draws held-out rows at random, each uniformly among the rows not among the last
 ``window_size - 1`` drawn (:class:`WindowDraw`), so that no window holds the same row
 twice; a shifted stream draws ``change_point`` held-out rows, then, from the change on, the
 corrupted twins of held-out images (never the twin of a reference image). Each stream
 draws its rows afresh from a seeded generator, so the streams are independent given the
-reference; the references (splits, and models) are the independent units of the ERT, which
-the thresholds hold on average over references.
+reference; the reference splits are the independent units of the ERT, which the thresholds
+hold on average over references (split ``k`` draws the same images for every model).
 
 Why not plain draws with replacement: the detectors' thresholds are simulated on windows
 of distinct rows (a permutation of the reference), as windows of a continuous population
@@ -411,8 +411,8 @@ def stream_records(
     Returns
     -------
     DataFrame
-        Columns ``split``, ``detector``, ``ert``, ``shift`` (``none`` for clean streams), ``stream``,
-        ``value`` (run time or delay; NaN for a miss), ``censored`` (a clean stream without
+        Columns ``split``, ``detector``, ``ert``, ``shift`` (``none`` for clean streams),
+        ``stream``, ``value`` (run time or delay; NaN for a miss), ``censored`` (a clean stream without
         an alarm, or a shifted stream without one: a miss), ``false_alarm`` (an alarm before
         the change), ``n_ref``, ``window_size``, ``change_point``, ``n_features``.
 
