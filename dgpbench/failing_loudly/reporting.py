@@ -24,8 +24,9 @@ Intervals (:func:`proportion_cells`). Draws of one run share its pools, so they 
 independent; runs are (:mod:`dgpbench.failing_loudly.grid`). Every 95% interval is the hull
 of two: a percentile bootstrap over the independent units, the (data set, run) pairs
 (resampled with replacement, a unit's draws kept together;
-:data:`~dgpbench.resampling.N_BOOTSTRAP` resamples from a fixed seed), and the Wilson interval of the draws (what the draws would give were they
-independent: no honest interval is narrower). With one unit the bootstrap part is undefined
+:data:`~dgpbench.resampling.N_BOOTSTRAP` resamples from a fixed seed), and the Wilson
+interval of the draws (what the draws would give were they independent: no honest
+interval is narrower). With one unit the bootstrap part is undefined
 and the interval is Wilson's over that unit's draws, flagged by ``units = 1``. The intervals
 ignore the variation between trained models.
 """

@@ -5,9 +5,10 @@
 and shift: under no shift the mean run time, under a shift the mean detection delay over
 the streams that raised their alarm after the change. The streams of one fitted reference
 share it: the reference splits are the independent units (split ``k`` draws the same
-images for every model), so each interval is the hull of the streams' interval (exact chi-squared for the run time,
-:func:`dgpbench.online.mean_run_time_interval`; t for the delay) and a percentile
-bootstrap over the splits (:func:`dgpbench.resampling.unit_bootstrap_interval`).
+images for every model), so each interval is the hull of the streams' interval (exact
+chi-squared for the run time, :func:`dgpbench.online.mean_run_time_interval`; t for the
+delay) and a percentile bootstrap over the splits
+(:func:`dgpbench.resampling.unit_bootstrap_interval`).
 :func:`plot_streams` draws both on one log axis per data set and ERT.
 """
 
@@ -29,6 +30,21 @@ _KEYS = ["dataset", "method", "detector", "ert", "shift"]
 _REQUIRED = ["detector", "ert", "shift", "value", "censored", "false_alarm"]
 
 
+def _hull_over_splits(
+    low: float, high: float, splits: list[np.ndarray], level: float, rng: np.random.Generator
+) -> tuple[float, float]:
+    """The hull of the streams' interval and the bootstrap of the pooled mean over the splits
+    (the streams' interval alone with one split).
+    """
+    b_low, b_high = unit_bootstrap_interval([v.sum() for v in splits], [len(v) for v in splits],
+                                            level, rng)  # fmt: skip
+    return np.fmin(low, b_low), np.fmax(high, b_high)  # fmin/fmax: NaN with one split
+
+
+def _by_split(frame: pd.DataFrame) -> list[np.ndarray]:
+    return [v.to_numpy(dtype=np.float64) for _, v in frame.groupby("_unit", sort=True)["value"]]
+
+
 def _summary_row(group: pd.DataFrame, level: float, rng: np.random.Generator) -> dict[str, Any]:
     from scipy.stats import t as student_t
 
@@ -42,19 +58,15 @@ def _summary_row(group: pd.DataFrame, level: float, rng: np.random.Generator) ->
     }
     if group["shift"].iloc[0] == "none":
         # Censored run times enter as observed: the interval errs low (say so in the docs).
-        low, high = mean_run_time_interval(values, level)
-        per_ref = group.groupby("_unit", sort=True)["value"].agg(["sum", "size", "mean"])
-        b_low, b_high = unit_bootstrap_interval(per_ref["sum"], per_ref["size"], level, rng)
-        low, high = np.fmin(low, b_low), np.fmax(high, b_high)  # NaN: one reference
+        splits = _by_split(group)
+        low, high = _hull_over_splits(*mean_run_time_interval(values, level), splits, level, rng)
         ert = float(group["ert"].iloc[0])
-        holding = sum(
-            lo <= ert <= hi
-            for lo, hi in (mean_run_time_interval(v, level) for _, v in group.groupby("_unit")["value"])
-        )  # fmt: skip
+        own = [mean_run_time_interval(v, level) for v in splits]
         row.update(quantity="run_time", mean=values.mean(), low=low, high=high,
-                   ert_in_interval=bool(low <= ert <= high), references_holding_ert=int(holding),
-                   reference_mean_min=per_ref["mean"].min(),
-                   reference_mean_max=per_ref["mean"].max())  # fmt: skip
+                   ert_in_interval=bool(low <= ert <= high),
+                   references_holding_ert=sum(lo <= ert <= hi for lo, hi in own),
+                   reference_mean_min=min(v.mean() for v in splits),
+                   reference_mean_max=max(v.mean() for v in splits))  # fmt: skip
         return row
     ok = (~group["censored"].to_numpy()) & (~group["false_alarm"].to_numpy())
     detected = values[ok]
@@ -66,9 +78,7 @@ def _summary_row(group: pd.DataFrame, level: float, rng: np.random.Generator) ->
         half = float("nan")
     low, high = mean - half, mean + half
     if len(detected):
-        per_ref = group[ok].groupby("_unit", sort=True)["value"].agg(["sum", "size"])
-        b_low, b_high = unit_bootstrap_interval(per_ref["sum"], per_ref["size"], level, rng)
-        low, high = np.fmin(low, b_low), np.fmax(high, b_high)
+        low, high = _hull_over_splits(low, high, _by_split(group[ok]), level, rng)
     row.update(quantity="delay", mean=mean, low=low, high=high, ert_in_interval=None,
                references_holding_ert=None, reference_mean_min=np.nan,
                reference_mean_max=np.nan)  # fmt: skip

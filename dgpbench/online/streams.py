@@ -412,9 +412,10 @@ def stream_records(
     -------
     DataFrame
         Columns ``split``, ``detector``, ``ert``, ``shift`` (``none`` for clean streams),
-        ``stream``, ``value`` (run time or delay; NaN for a miss), ``censored`` (a clean stream without
-        an alarm, or a shifted stream without one: a miss), ``false_alarm`` (an alarm before
-        the change), ``n_ref``, ``window_size``, ``change_point``, ``n_features``.
+        ``stream``, ``value`` (run time or delay; NaN for a miss), ``censored`` (a clean
+        stream without an alarm, or a shifted stream without one: a miss), ``false_alarm``
+        (an alarm before the change), ``n_ref``, ``window_size``, ``change_point``,
+        ``n_features``.
 
     Raises
     ------
