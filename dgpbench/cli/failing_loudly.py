@@ -570,10 +570,36 @@ def _read_record_file(path: str) -> pd.DataFrame:
 
 
 def _read_records(paths: list[str]) -> pd.DataFrame:
+    return _read_inputs(paths)[0]
+
+
+def _read_inputs(paths: list[str]) -> tuple[pd.DataFrame, bool]:
+    """The draws of record files, or of cells files expanded into draws; and whether the
+    inputs were cells files (:mod:`dgpbench.failing_loudly.cells`). A mix is refused.
+    """
     import pandas as pd
 
+    from dgpbench.failing_loudly.cells import from_cells, is_cells
+
     _refuse_repeats(paths, "record file")
-    records = pd.concat([_read_record_file(p) for p in paths], ignore_index=True)
+    frames = [_read_record_file(p) for p in paths]
+    kinds = [is_cells(frame.columns) for frame in frames]
+    if len(set(kinds)) > 1:
+        cells = [p for p, kind in zip(paths, kinds, strict=True) if kind]
+        draws = [p for p, kind in zip(paths, kinds, strict=True) if not kind]
+        raise ValueError(
+            f"the inputs mix cells files ({', '.join(cells)}) with record files of draws "
+            f"({', '.join(draws)}): report from one kind"
+        )
+    if kinds[0]:
+        expanded = []
+        for path, frame in zip(paths, frames, strict=True):
+            try:
+                expanded.append(from_cells(frame))
+            except ValueError as exc:
+                raise ValueError(f"{path}: {exc}") from None
+        frames = expanded
+    records = pd.concat(frames, ignore_index=True)
     if "pools_id" in records:
         mixed = records.groupby("dataset")["pools_id"].nunique()
         if (mixed > 1).any():
@@ -584,33 +610,60 @@ def _read_records(paths: list[str]) -> pd.DataFrame:
     key = [c for c in records if c not in ("rejected", "p_value")]
     if records.duplicated(key).any():
         raise ValueError("records count a draw twice (duplicated record files or grid values)")
-    return records
+    return records, kinds[0]
+
+
+#: The file of detections and draws per cell that ``fl-report`` writes beside the tables.
+CELLS_FILE = "fl_cells.csv.gz"
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("records", nargs="+", help="record CSVs of `dgpbench fl-detect`")
+    p.add_argument(
+        "records",
+        nargs="+",
+        help="record CSVs of `dgpbench fl-detect` (one row per draw), or instead cells files "
+        "(fl_cells.csv.gz as fl-report writes it: detections and draws per cell), from which "
+        "the same tables are recomputed; a mix of the two kinds is refused",
+    )
     p.add_argument("--alpha", type=_significance, default=0.05, help="significance level")
-    p.add_argument("--out-dir", required=True, help="folder for the tables")
-    p.add_argument("--aggregate", default=None, help="also write all records here (.csv.gz)")
+    p.add_argument(
+        "--out-dir",
+        required=True,
+        help="folder for the tables and fl_cells.csv.gz (detections and draws per cell)",
+    )
+    p.add_argument(
+        "--aggregate", default=None, help="also write all records here (.csv.gz; not from cells)"
+    )
 
 
 def _report(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
     from dgpbench.failing_loudly.breakdowns import write_breakdowns
+    from dgpbench.failing_loudly.cells import to_cells
     from dgpbench.failing_loudly.published import write_fl_table1a_comparison
     from dgpbench.failing_loudly.reporting import POOLED_INTERVALS, protocol_of, write_report
 
-    records = _read_records(args.records)
+    records, counted = _read_inputs(args.records)
+    if counted and args.aggregate:
+        raise ValueError(
+            "--aggregate writes the draws of record files; cells files hold counts per cell "
+            "(no p-values): leave --aggregate out"
+        )
     if args.aggregate:
         write_csv(args.aggregate, records, float_format="%.6g")
+    cells = to_cells(records)
     written = write_report(records, args.out_dir, alpha=args.alpha)
     caption = f"protocol {protocol_of(records)}; {POOLED_INTERVALS}"
     written.update(write_breakdowns(records, args.out_dir, caption=caption))
     written["comparison_fl_table1a"] = write_fl_table1a_comparison(records, args.out_dir)[2][0]
+    written["cells"] = Path(args.out_dir) / CELLS_FILE
+    write_csv(written["cells"], cells, float_format="%.6g")
     log.info("Failing-loudly tables -> %s", [str(p) for p in written.values()])
 
 
 def _figure_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("records", nargs="+", help="record CSVs of `dgpbench fl-detect`")
+    p.add_argument("records", nargs="+", help="record CSVs of `dgpbench fl-detect`, or cells files")
     p.add_argument("--dataset", required=True, help="the data set whose panels to draw")
     p.add_argument("--out", required=True, help="figure stem (writes .png and .pdf)")
     p.set_defaults(_out_suffixes=(".png", ".pdf"))  # the files refuse_unwritable_output checks

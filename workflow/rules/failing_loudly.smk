@@ -154,7 +154,8 @@ rule fl_detect:
 rule fl_report:
     """Tables 1a and 1b, Table 1a against Rabanser et al.'s published one, their Tables
     1b, 2a and 2b pooled over the data sets, the best rows per shift class, the
-    false-positive table and the run's summary; all records in one file."""
+    false-positive table and the run's summary; detections and draws per cell (every table
+    recomputes from them); all records in one file."""
     input:
         fl_records(),
     output:
@@ -207,6 +208,7 @@ rule fl_report:
             caption="../report/fl_summary.rst",
             category=FL_SECTION,
         ),
+        cells=f"{FLR}/tables/fl_cells.csv.gz",
         records=f"{FLR}/records.csv.gz",
     params:
         dgpbench=DGPBENCH,
