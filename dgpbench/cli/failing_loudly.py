@@ -7,8 +7,9 @@ model) -> ``fl-detect`` (one method: every cell's draws in every run) -> ``fl-re
 (:mod:`dgpbench.shifts`, :mod:`dgpbench.failing_loudly.grid`,
 :mod:`dgpbench.failing_loudly.reporting`) and writes its output atomically, so an interrupted
 run resumes cleanly; ``fl-detect`` also resumes within a job, at its last finished unit
-(:mod:`dgpbench.failing_loudly.checkpoint`). Every output records the protocol (``--protocol``) and the pools it came
-from (data set, seed, checksum); a step refuses inputs of other pools or another protocol.
+(:mod:`dgpbench.failing_loudly.checkpoint`). Every output records the protocol
+(``--protocol``) and the pools it came from (data set, seed, checksum); a step refuses inputs
+of other pools or another protocol.
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ MULTIVARIATE_TESTS: frozenset[str] = frozenset({"mmd"})
 CALIBRATION = "none"
 """The shift name of the calibration cells (fraction 0)."""
 Unit = tuple[str, float, int]
-"""A unit of :func:`method_records`: ``(shift, fraction, run)``, every draw of one cell of one run."""
+"""A unit of :func:`method_records`, ``(shift, fraction, run)``: the draws of one cell of one
+run."""
 
 _STREAM_TAG = 0x464C4744  # ASCII "FLGD"
 _SPLIT_TAG = 0x464C5350  # ASCII "FLSP": the runs' pool splits
