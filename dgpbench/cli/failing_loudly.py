@@ -6,8 +6,10 @@ model) -> ``fl-detect`` (one method: every cell's draws in every run) -> ``fl-re
 ``fl-figure`` (tables, ranks, summary, figures). Each reads files, calls the library
 (:mod:`dgpbench.shifts`, :mod:`dgpbench.failing_loudly.grid`,
 :mod:`dgpbench.failing_loudly.reporting`) and writes its output atomically, so an interrupted
-run resumes cleanly. Every output records the protocol (``--protocol``) and the pools it came
-from (data set, seed, checksum); a step refuses inputs of other pools or another protocol.
+run resumes cleanly; ``fl-detect`` also resumes within a job, at its last finished unit
+(:mod:`dgpbench.failing_loudly.checkpoint`). Every output records the protocol
+(``--protocol``) and the pools it came from (data set, seed, checksum); a step refuses inputs
+of other pools or another protocol.
 """
 
 from __future__ import annotations
@@ -420,7 +422,13 @@ def _detect_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--tag", action="append", default=[], help="key=value column")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch/numba threads")
-    p.add_argument("--out", required=True, help="records CSV")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="records CSV; until it is written, the finished units (cells of one run) are "
+        "kept in OUT.partial.npz, and a rerun with the same inputs and options resumes at "
+        "the last finished unit (the same records as an uninterrupted run)",
+    )
 
 
 class _Pools(Mapping):
@@ -458,6 +466,8 @@ class _Pools(Mapping):
 
 
 def _detect(args: argparse.Namespace) -> None:
+    from dgpbench import __version__
+    from dgpbench.failing_loudly.checkpoint import UnitCheckpoint, checkpoint_path, fingerprint
     from dgpbench.failing_loudly.grid import RunPools, method_records, parse_method
     from dgpbench.threads import torch_threads
 
@@ -513,17 +523,36 @@ def _detect(args: argparse.Namespace) -> None:
         RunPools(feats["unseen"][rows], _Pools(feats, r, not args.no_calibration))
         for r, rows in enumerate(feats["run_ref"])
     ]
+    # Every option but the output's path, the features' contents (not their path) and what
+    # the options became: a checkpoint of anything else is ignored.
+    options = {k: v for k, v in vars(args).items()
+               if not k.startswith("_") and k not in ("features", "out", "verbose")}  # fmt: skip
+    derived = {"params": params, "m": m, "image_shape": image_shape, "version": __version__}
+    checkpoint = UnitCheckpoint(
+        checkpoint_path(args.out), fingerprint(args.features, {**options, **derived})
+    )
+    finished = checkpoint.load()
     with torch_threads(args.threads):
-        records = method_records(
-            runs, method, ns=args.ns, n_draws=args.draws, seed=args.seed, params=params,
-            multivariate_ref=m, top_n=dict(args.top_n), image_shape=image_shape, progress=True,
-        )  # fmt: skip
+        try:
+            records = method_records(
+                runs, method, ns=args.ns, n_draws=args.draws, seed=args.seed, params=params,
+                multivariate_ref=m, top_n=dict(args.top_n), image_shape=image_shape,
+                progress=True, finished=finished, on_unit=checkpoint.add,
+                resumed_from=str(checkpoint.path),
+            )  # fmt: skip
+        except BaseException:
+            try:  # keep the units finished since the last write for the rerun
+                checkpoint.save()
+            except OSError as exc:
+                log.warning("could not write the checkpoint %s: %s", checkpoint.path, exc)
+            raise
     front = {"method": method.name, "representation": method.representation,
              "test": method.test, "dimension": method.dimension, "protocol": args.protocol,
              "pools_id": _text(feats, "pools_id")[:16]}  # fmt: skip
     for i, (key, value) in enumerate({**tags, **front}.items()):
         records.insert(i, key, value)
     write_csv(args.out, records, float_format="%.6g")
+    checkpoint.remove()
     log.info("%d records -> %s", len(records), args.out)
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +68,7 @@ __all__ = [
     "GridIndices",
     "Method",
     "RunPools",
+    "Unit",
     "effective_ns",
     "grid_indices",
     "method_records",
@@ -85,6 +86,9 @@ MULTIVARIATE_TESTS: frozenset[str] = frozenset({"mmd"})
 """Rabanser et al.'s multivariate test; any registered test's side: :attr:`Method.dimension`."""
 CALIBRATION = "none"
 """The shift name of the calibration cells (fraction 0)."""
+Unit = tuple[str, float, int]
+"""A unit of :func:`method_records`, ``(shift, fraction, run)``: the draws of one cell of one
+run."""
 
 _STREAM_TAG = 0x464C4744  # ASCII "FLGD"
 _SPLIT_TAG = 0x464C5350  # ASCII "FLSP": the runs' pool splits
@@ -417,6 +421,9 @@ def method_records(
     image_shape: tuple[int, ...] | None = None,
     pool_sizes: Mapping[tuple[str, float], int] | None = None,
     progress: bool = False,
+    finished: Mapping[Unit, pd.DataFrame] | None = None,
+    on_unit: Callable[[Unit, pd.DataFrame], None] | None = None,
+    resumed_from: str = "earlier records",
 ) -> pd.DataFrame:
     """Every draw of one method over the cells and runs of ``runs``.
 
@@ -448,6 +455,16 @@ def method_records(
     progress : bool, default=False
         A bar over the (cell, run) units on a terminal, one log line per unit elsewhere
         (a domain-classifier job trains a network per draw for most of an hour).
+    finished : mapping Unit -> DataFrame, optional
+        Records of units computed before (by an interrupted job with the same inputs and
+        settings): these units are not run again and their records are used as given. A
+        unit's records depend only on the unit (its draws are keyed by cell and run), so the
+        result is the uninterrupted one.
+    on_unit : callable, optional
+        Called with each unit computed here and its records (a frame without rows where no
+        sample size fits the unit's pools), e.g. to keep them in a checkpoint.
+    resumed_from : str, default="earlier records"
+        Where ``finished`` came from, for the log line that says how many units it holds.
 
     Returns
     -------
@@ -465,13 +482,24 @@ def method_records(
     n_ref_pool = min(len(r.reference) for r in runs)
     if pool_sizes is None:
         pool_sizes = {c: min(len(r.pools[c]) for r in runs) for c in cells}
+    finished = finished or {}
     frames = []
     units = len(cells) * len(runs)
     bar = Progress(units, method.name, enabled=progress, unit="cell")
-    done = 0
+    done = sum((s, float(f), r) in finished for s, f in cells for r in range(len(runs)))
+    if done:
+        bar.update(done)
+        bar.logger.info("%s: resuming: %d of %d units from %s", bar.desc, done, units,
+                        resumed_from)  # fmt: skip
     for shift, fraction in cells:
         sizes = effective_ns(ns, pool_sizes[(shift, fraction)], n_ref_pool, top_n.get(shift))
         for r, run in enumerate(runs):
+            unit = (shift, float(fraction), r)
+            if unit in finished:
+                if len(finished[unit]):
+                    frames.append(finished[unit])
+                continue
+            unit_frames = []
             f_test = run.pools[(shift, fraction)]
             for n, n_eff in sizes:
                 if method.dimension == "multivariate" and multivariate_ref is not None:
@@ -495,7 +523,7 @@ def method_records(
                     extra["fallback"] = zero_count_draws(
                         run.reference, f_test, idx, n_ref, int(params["n_classes"])
                     )
-                frames.append(
+                unit_frames.append(
                     pd.DataFrame(
                         {
                             "shift": shift,
@@ -513,6 +541,10 @@ def method_records(
                 )
                 log.debug("%s %s@%g run %d n=%d: %d/%d", method.name, shift, fraction, r, n_eff,
                           int(rejected.sum()), len(rejected))  # fmt: skip
+            frames.extend(unit_frames)
+            if on_unit is not None:
+                on_unit(unit, pd.concat(unit_frames, ignore_index=True) if unit_frames
+                        else pd.DataFrame())  # fmt: skip
             done += 1
             bar.update()
             bar.log("%s@%g run %d done (%d of %d)", shift, fraction, r, done, units)
