@@ -16,7 +16,7 @@ times each part by wrapping the functions that do it:
 
 and projects the whole job (``epochs x 1,719`` steps, ``epochs x 4`` evaluations, one more
 validation at epoch 0, one setup) from the per-step and per-evaluation costs.
-``--today`` runs today's code as it was before issue 30, item 4: freed gradients go back to
+``--today`` runs today's code as it was before the retained-heap speed-up: freed gradients go back to
 the system, and the evaluations take one forward pass per 4,096 validation and 1,024 test
 images with out-of-place activations under ``no_grad``. Times are CPU times of
 the process (``time.process_time``, all threads), so other jobs on a shared machine count
@@ -53,7 +53,7 @@ from dgpbench.threads import numba_threads
 STEPS_PER_EPOCH, EVALS_PER_EPOCH, N_VAL, N_TEST = 1719, 4, 5000, 10000
 
 
-def today_evaluate_stacked(model, x, y):  # as before issue 30, item 4
+def today_evaluate_stacked(model, x, y):  # as before the retained-heap speed-up
     import torch
 
     n = len(x)
@@ -70,7 +70,7 @@ def today_evaluate_stacked(model, x, y):  # as before issue 30, item 4
     return [(s / n, c / n) for s, c in zip(loss_sum.tolist(), correct.tolist(), strict=True)]
 
 
-def today_stacked_accuracy(model, x, y):  # as before issue 30, item 4
+def today_stacked_accuracy(model, x, y):  # as before the retained-heap speed-up
     import torch
 
     correct = torch.zeros(model.n_models, dtype=torch.int64, device=x.device)
@@ -82,7 +82,7 @@ def today_stacked_accuracy(model, x, y):  # as before issue 30, item 4
 
 
 def todays_code() -> list[tuple[object, str, object]]:
-    """The job's code before issue 30, item 4, as ``(module, attribute, value)`` to set: no
+    """The job's code before the retained-heap speed-up, as ``(module, attribute, value)`` to set: no
     retained heap, the evaluations as they were, activations out of place. The one copy:
     ``tests/analysis/test_analysis_stacked.py`` sets the same with ``monkeypatch`` (its oracle that the
     speed-ups change no number)."""
@@ -97,7 +97,7 @@ def todays_code() -> list[tuple[object, str, object]]:
 
 
 def use_todays_code() -> None:
-    """Switch the job back to its code before issue 30, item 4 (for the same-run ratio)."""
+    """Switch the job back to its code before the retained-heap speed-up (for the same-run ratio)."""
     for module, name, value in todays_code():
         setattr(module, name, value)
 
@@ -248,7 +248,7 @@ def main() -> None:
     p.add_argument(
         "--today",
         action="store_true",
-        help="today's code as before issue 30, item 4: no retained heap (freed gradients go "
+        help="today's code as before the retained-heap speed-up: no retained heap (freed gradients go "
         "back to the system), evaluations in passes of 4,096 / 1,024 images, out of place",
     )
     a = p.parse_args()

@@ -1,12 +1,12 @@
-"""Speed of one stacked analysis job against today's code (issue 30, item 4), same run.
+"""Speed of one stacked analysis job against the code before its speed-up, same run.
 
 Runs ``benchmarks/analysis_job_profile.py`` on 784-650-650-650-10 x 20 seeds (real MNIST
 images, real evaluation sizes) twice per round in fresh processes, alternating: the job as
 it runs now (retained heap; evaluations in forward passes of 256 images, in place) and
-with ``--today`` (the code before issue 30, item 4: freed gradients returned to the system,
+with ``--today`` (the code before the speed-up: freed gradients returned to the system,
 evaluations in passes of 4,096 / 1,024 images). Compares the projected 40-epoch job in CPU
 time (so other jobs on a shared machine count little) and its training step against the
-issue's goal, 2x: not met so far (1.36x at 1 thread, 27 Nov 2026; see
+goal, 2x: not met so far (1.36x at 1 thread, 27 Nov 2026; see
 docs/analysis-scale.md, "Speed of one stacked job"), hence ``xfail``.
 """
 
@@ -25,7 +25,7 @@ SCRIPT = Path(__file__).with_name("analysis_job_profile.py")
 THREADS = 2  # as the workflow runs a job (AN_TRAIN_THREADS); the docs' table is at 1
 ARGS = ["--steps", "40", "--evaluations", "1", "--threads", str(THREADS)]
 ROUNDS = 2
-TARGET = 2.0  # issue 30, item 4: the whole job at least 2x faster than today's code
+TARGET = 2.0  # the whole job at least 2x faster than today's code
 
 
 def _run(today: bool) -> tuple[float, float]:

@@ -4,8 +4,8 @@ Softmax features of 100 MNIST-sized images through the workflow's CNN (two conv 
 MLP head): the body runs in float32 on fixed padded chunks, the head in dgpbench's
 batch-independent MLP forward. The baseline is ``net(x)`` in float32 under ``no_grad``, in
 the same run, both on one torch thread (on a shared machine a second thread measures the
-neighbours' load, not the code). Target: at most 2x (issue 20, item 10: 32x was reported
-with the former float64 body).
+neighbours' load, not the code). Target: at most 2x (the former float64 body
+measured 32x).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Start-up of one ``dgpbench score --detector`` call against ``python -c "import torch"``.
 
-Issue 31, item 4: scoring a batch with a saved detector must not pay for the workflow's
+Scoring a batch with a saved detector must not pay for the workflow's
 modules (pandas, scipy.ndimage, numba kernels a softmax detector never runs). The baseline
 is the interpreter importing torch, which every call needs anyway; both are timed in the
 same run, interleaved, best of several rounds, so that both see the same load. A softmax +

@@ -244,9 +244,7 @@ def decide(
     if zero_counts not in ("observed", "uniform"):
         raise ValueError(f"zero_counts must be 'observed' or 'uniform', got {zero_counts!r}")
     kw = dict(params, alpha=alpha, random_state=random_state)  # dropped where not taken
-    if n_classes is not None and test != "chi2":
-        ref, x = indicators(ref, n_classes), indicators(x, n_classes)
-    if n_classes is not None:
+    if n_classes is not None and test != "chi2":  # chi-squared takes the labels themselves
         ref, x = indicators(ref, n_classes), indicators(x, n_classes)
     if test == "mmd" and kernel == "rabanser":
         from dgpbench.detectors.mmd import cross_median_bandwidth

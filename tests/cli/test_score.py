@@ -106,7 +106,7 @@ def test_malformed_batch_exits_2_naming_the_file(files, capsys, tmp_path, conten
 def test_unlabelled_refs_use_predicted_classes_and_wrong_image_size_exits_2(
     files, capsys, tmp_path
 ):
-    # issue 31.6: one --refs rule, the Python API's: without y, the predicted classes
+    # one --refs rule, the Python API's: without y, the predicted classes
     no_labels = tmp_path / "refs_nolabels.npz"
     refs = np.load(files["refs"])
     np.savez(no_labels, x=refs["x"])

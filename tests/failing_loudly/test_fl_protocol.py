@@ -1,4 +1,4 @@
-"""Issue 29: Rabanser et al.'s protocol (`failing_loudly.protocol: rabanser`), element by element."""
+"""Rabanser et al.'s protocol (`failing_loudly.protocol: rabanser`), element by element."""
 
 from __future__ import annotations
 
@@ -74,6 +74,18 @@ def test_zero_count_chi2_is_a_uniform_p_value_and_counts_all_classes():
         rabanser_chi2(ref, np.array([5]), 4, rng)
     with pytest.raises(ValueError, match="empty"):
         rabanser_chi2(ref, np.array([], dtype=int), 4, rng)
+
+
+def test_chi2_on_observed_classes_takes_the_labels_even_with_the_class_count():
+    # n_classes turns labels into indicators for the other tests only: chi-squared on the
+    # observed classes is chi2_contingency of the label counts, whether or not it is given
+    ref = np.array([[0], [1], [1], [2], [2], [2]])
+    test = np.array([[0], [0], [1], [1], [2], [2]])
+    expected = chi2_contingency(np.array([[1, 2, 3], [2, 2, 2]]))[1]
+    for n_classes in (None, 3):
+        _, p = decide("chi2", ref, test, random_state=0, zero_counts="observed",
+                      n_classes=n_classes)  # fmt: skip
+        assert p == pytest.approx(expected)
 
 
 def test_shear_in_degrees_is_theirs_and_barely_moves_an_image():

@@ -1,4 +1,4 @@
-"""Scoring a saved softmax + KS detector without scikit-learn (issue 31, item 4).
+"""Scoring a saved softmax + KS detector without scikit-learn.
 
 :func:`dgpbench.saved.scoring.load_scorer` restores such a file into light objects that run the
 estimators' code without importing scikit-learn. Each check scikit-learn makes for the
