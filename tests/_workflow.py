@@ -61,10 +61,18 @@ TINY_GRID_TARGETS = ("tables", "compare", "compare_paper")
 that read the grid look at (the tests that run the default target draw their own)."""
 
 
-def venv_env() -> dict[str, str]:
-    """The environment with this interpreter's bin first on PATH (jobs find `dgpbench`)."""
+def venv_env(slurm: bool = False) -> dict[str, str]:
+    """The environment with this interpreter's bin first on PATH (jobs find `dgpbench`).
+
+    Without ``slurm``, SLURM's client tools read an empty configuration: Snakemake loads its
+    SLURM executor plugin at every start, and the plugin asks ``scontrol show config``, which
+    waits ~10 s for a slurmctld that is down; with an empty configuration it answers at once.
+    Local runs need no SLURM; only the SLURM tests (``slurm``) keep the real configuration.
+    """
     env = os.environ.copy()
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    if not slurm:
+        env["SLURM_CONF"] = os.devnull
     return env
 
 

@@ -90,7 +90,10 @@ class SlurmRun:
             f"echo $status > {rc}.part && mv {rc}.part {rc}"
         )
         self.process = subprocess.Popen(
-            ["bash", "-c", script], cwd=self.workdir, env=venv_env(), stdin=subprocess.DEVNULL
+            ["bash", "-c", script],
+            cwd=self.workdir,
+            env=venv_env(slurm=True),
+            stdin=subprocess.DEVNULL,
         )
 
     def result(self) -> tuple[int, str]:
