@@ -125,7 +125,17 @@ def config_problem(workdir: Path, config: dict, *args: str) -> str | None:
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     argv = ["--snakefile", str(SNAKEFILE), "--directory", str(workdir), "--cores", "1", *args]
-    return workflow_config_error(argv, workdir)
+    # The check imports Snakemake here, the first time with its SLURM plugin's query
+    # (``venv_env``): an empty SLURM configuration while it runs, the real one back after.
+    real = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = os.devnull
+    try:
+        return workflow_config_error(argv, workdir)
+    finally:
+        if real is None:
+            del os.environ["SLURM_CONF"]
+        else:
+            os.environ["SLURM_CONF"] = real
 
 
 def write_tiny_cifar(root: Path, n_per_batch: int = 20, seed: int = 0) -> None:
