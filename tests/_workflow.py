@@ -61,10 +61,18 @@ TINY_GRID_TARGETS = ("tables", "compare", "compare_paper")
 that read the grid look at (the tests that run the default target draw their own)."""
 
 
-def venv_env() -> dict[str, str]:
-    """The environment with this interpreter's bin first on PATH (jobs find `dgpbench`)."""
+def venv_env(slurm: bool = False) -> dict[str, str]:
+    """The environment with this interpreter's bin first on PATH (jobs find `dgpbench`).
+
+    Without ``slurm``, SLURM's client tools read an empty configuration: Snakemake loads its
+    SLURM executor plugin at every start, and the plugin asks ``scontrol show config``, which
+    waits ~10 s for a slurmctld that is down; with an empty configuration it answers at once.
+    Local runs need no SLURM; only the SLURM tests (``slurm``) keep the real configuration.
+    """
     env = os.environ.copy()
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    if not slurm:
+        env["SLURM_CONF"] = os.devnull
     return env
 
 
@@ -117,7 +125,17 @@ def config_problem(workdir: Path, config: dict, *args: str) -> str | None:
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     argv = ["--snakefile", str(SNAKEFILE), "--directory", str(workdir), "--cores", "1", *args]
-    return workflow_config_error(argv, workdir)
+    # The check imports Snakemake here, the first time with its SLURM plugin's query
+    # (``venv_env``): an empty SLURM configuration while it runs, the real one back after.
+    real = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = os.devnull
+    try:
+        return workflow_config_error(argv, workdir)
+    finally:
+        if real is None:
+            del os.environ["SLURM_CONF"]
+        else:
+            os.environ["SLURM_CONF"] = real
 
 
 def write_tiny_cifar(root: Path, n_per_batch: int = 20, seed: int = 0) -> None:

@@ -39,11 +39,16 @@ def cluster_problem() -> str | None:
     if shutil.which("sinfo") is None:
         return "sinfo is not on PATH: no SLURM here (start one: sudo bash scripts/slurm.sh start)"
     try:
+        # `scontrol ping` answers at once when slurmctld is down; sinfo waits ~9 s for it.
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=20)
+        if "is UP" not in ping.stdout:
+            said = (ping.stdout + ping.stderr).split("\n", 1)[0].strip()
+            return f"slurmctld is not up ({said!r}); start it with: bash scripts/slurm.sh start"
         proc = subprocess.run(
             ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20
         )
-    except subprocess.TimeoutExpired:
-        return "sinfo timed out: slurmctld does not answer"
+    except (subprocess.TimeoutExpired, FileNotFoundError):
+        return "scontrol or sinfo failed or timed out: slurmctld does not answer"
     states = set(proc.stdout.split())
     if proc.returncode != 0 or not states & READY_STATES:
         return (
@@ -90,7 +95,10 @@ class SlurmRun:
             f"echo $status > {rc}.part && mv {rc}.part {rc}"
         )
         self.process = subprocess.Popen(
-            ["bash", "-c", script], cwd=self.workdir, env=venv_env(), stdin=subprocess.DEVNULL
+            ["bash", "-c", script],
+            cwd=self.workdir,
+            env=venv_env(slurm=True),
+            stdin=subprocess.DEVNULL,
         )
 
     def result(self) -> tuple[int, str]:

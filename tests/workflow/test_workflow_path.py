@@ -24,6 +24,7 @@ def _bare_env(decoy_bin: Path) -> dict[str, str]:
     `dgpbench` fails whatever else is installed system-wide."""
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     env["PATH"] = f"{decoy_bin}:/usr/bin:/bin"
+    env["SLURM_CONF"] = os.devnull  # no SLURM in these local runs (_workflow.venv_env)
     return env
 
 
