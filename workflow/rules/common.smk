@@ -215,6 +215,13 @@ def resnet_training(dataset):
     return {**train, **own, **({} if epochs is None else {"epochs": epochs})}
 
 
+def protocol_params(*extra):
+    """The protocol keys a detection command reads (draws, seed, alpha, correction and
+    ``extra``): a job's params are what decides its output, so that naming another test in
+    protocol.tests, say, does not rerun every detection of the grid."""
+    return {k: config["protocol"][k] for k in ("draws", "seed", "alpha", "correction", *extra)}
+
+
 # The paper's protocol with other tests (tests_power.smk).
 # protocol.tests names registered tests that take features: cli/config.py's check_config.
 PROTOCOL_TESTS = [t for t in config["protocol"]["tests"] if t != "ks"]

@@ -9,7 +9,7 @@ rule detect:
         f"{RESULTS}/detect/{{dataset}}/{{model}}/{{method}}.csv",
     params:
         dgpbench=DGPBENCH,
-        p=lookup(within=config, dpath="protocol"),
+        p=protocol_params(),
         ns=join(config["protocol"]["ns"]),
         deltas=join(config["protocol"]["deltas"]),
         label_shift=lambda wc, input: (

@@ -15,7 +15,7 @@ rule detect_test:
         f"{RESULTS}/detect_tests/{{dataset}}/{{model}}/{{method}}/{{test}}.csv",
     params:
         dgpbench=DGPBENCH,
-        p=lookup(within=config, dpath="protocol"),
+        p=protocol_params("n_permutations"),
         ns=join(config["protocol"]["ns"]),
         deltas=join(config["protocol"]["deltas"]),
     threads: 1
