@@ -176,6 +176,14 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
         return {k: f[k] for k in f.files}
 
 
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 hex digest of a file's bytes, read in blocks (a features file is gigabytes)."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write a text file atomically."""
     with atomic_path(path) as tmp:

@@ -591,7 +591,7 @@ def _feature_table(rows: list[dict[str, Any]]) -> str:
 
 def _sha256(path: Any) -> str | None:
     """SHA-256 of a file's bytes, None if ``path`` is not a file (a factory, a module)."""
-    import hashlib
+    from dgpbench.io import file_sha256
 
     try:
         file = Path(path)
@@ -599,11 +599,7 @@ def _sha256(path: Any) -> str | None:
             return None
     except (TypeError, ValueError, OSError):
         return None
-    digest = hashlib.sha256()
-    with open(file, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(file)
 
 
 def _provenance(args: argparse.Namespace, fitted: FittedDetector) -> dict[str, Any]:

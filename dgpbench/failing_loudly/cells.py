@@ -4,8 +4,8 @@ A *cell* is one (data set, row, shift, fraction, n, run) of the grid: every colu
 records (``dgpbench fl-detect``) but the draw's own (:data:`PER_DRAW`: ``draw``, ``rejected``,
 ``p_value``, ``fallback``). :func:`to_cells` counts each cell's rejecting draws (``rejected``)
 and its draws (``draws``), and where the records say which draws took the chi-squared
-fallback, how many did (``fallbacks``). The file is a few hundred kilobytes where the records
-are tens of megabytes.
+fallback, how many did (``fallbacks``). Compressed, the file is about a tenth of the
+records' size (40 kB against 0.41 MB for 11,260 cells of 6 draws).
 
 Every table of ``dgpbench fl-report`` is a function of these counts: each is a share of
 rejecting draws per group with the hull of a bootstrap over the (data set, run) units (which

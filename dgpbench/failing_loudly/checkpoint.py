@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dgpbench.failing_loudly.grid import Unit
-from dgpbench.io import load_npz, save_npz
+from dgpbench.io import file_sha256, load_npz, save_npz
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,7 @@ def fingerprint(features: str | os.PathLike[str], settings: Mapping[str, Any]) -
     """
     text = json.dumps({"format": FORMAT_VERSION, **settings}, sort_keys=True, default=repr)
     h = hashlib.sha256(text.encode())
-    with open(features, "rb") as f:
-        h.update(hashlib.file_digest(f, "sha256").digest())
+    h.update(bytes.fromhex(file_sha256(features)))  # the features file's raw digest
     return h.hexdigest()
 
 
