@@ -289,12 +289,11 @@ def workflow_config_error(snakemake_args: list[str], workdir: Path) -> str | Non
     """The first problem of the configuration a ``snakemake`` command line would run, or None.
 
     The configuration is assembled as Snakemake assembles it for the workflow's Snakefile:
-    ``config.yaml`` of ``workdir``, then every ``--configfile``, then ``--config``; it is then
-    checked as the workflow checks it (the schema, with its defaults, then
-    :func:`check_config`, then the ``failing_loudly`` section's schema and
-    :func:`check_failing_loudly`). A command line this
-    cannot read as Snakemake does, or another workflow's Snakefile, gives None: Snakemake
-    then checks it itself.
+    ``config.yaml`` of ``workdir`` (else the Snakefile's own), then every ``--configfile``,
+    then ``--config``; it is then checked as the workflow checks it (the schema, with its
+    defaults, then :func:`check_config`, then the ``failing_loudly`` section's schema and
+    :func:`check_failing_loudly`). A command line this cannot read as Snakemake does, or
+    another workflow's Snakefile, gives None: Snakemake then checks it itself.
 
     Parameters
     ----------
@@ -324,6 +323,8 @@ def workflow_config_error(snakemake_args: list[str], workdir: Path) -> str | Non
         snakefile = Path(args.snakefile) if args.snakefile else workdir / "Snakefile"
         config: dict[str, Any] = {}
         default = workdir / "config.yaml"
+        if not default.is_file():  # as the Snakefile: the clone's defaults
+            default = snakefile.parent / "config.yaml"
         if default.is_file():
             update_config(config, load_configfile(str(default)))
         for file in args.configfile or []:

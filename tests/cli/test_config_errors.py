@@ -69,3 +69,22 @@ def test_atomic_path_names_the_output_when_no_temporary_file_can_be_made(tmp_pat
     with pytest.raises(PermissionError) as exc, atomic_path(tmp_path / "out.csv"):
         pass
     assert exc.value.filename == str(tmp_path / "out.csv")
+
+
+def test_a_run_directory_without_config_yaml_takes_the_clones_defaults(tmp_path):
+    # `--directory DIR --snakefile CLONE/Snakefile` with only an overlay --configfile, as
+    # the docs' commands run: the base is the clone's config.yaml, in the check and the run
+    from dgpbench.cli.config import workflow_config_error
+
+    work = tmp_path / "run"
+    work.mkdir()
+    overlay = str(REPO / "config" / "failing_loudly.yaml")
+    argv = ["--snakefile", str(SNAKEFILE), "--directory", str(work), "--configfile", overlay]
+    assert workflow_config_error(argv, work) is None
+    cmd = [sys.executable, "-m", "dgpbench", "run", *argv, "--cores", "1", "-n",
+           "--config", "datasets=[mnist]"]  # fmt: skip
+    env = {**venv_env(), "SLURM_CONF": os.devnull}
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "rule fl_detect" in proc.stdout
+    assert not (work / "results").exists()
