@@ -638,6 +638,8 @@ def _read_inputs(paths: list[str]) -> tuple[pd.DataFrame, bool]:
             )
     key = [c for c in records if c not in ("rejected", "p_value")]
     if records.duplicated(key).any():
+        if kinds[0]:
+            raise ValueError("the cells files count a cell twice (one grid's part given twice)")
         raise ValueError("records count a draw twice (duplicated record files or grid values)")
     return records, kinds[0]
 

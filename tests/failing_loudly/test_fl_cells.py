@@ -141,3 +141,28 @@ def test_a_cell_whose_draws_disagree_on_the_fallback_is_refused():
     rec.loc[first, "fallback"] = None  # a chi-squared draw without it
     with pytest.raises(ValueError, match="disagree on whether they record the fallback"):
         to_cells(rec)
+
+
+def test_cells_of_separate_sittings_report_as_one_grid(tmp_path, capsys):
+    # a grid run in parts (data sets, or rows of one data set, on different days): the
+    # report of the parts' cells files is the report of the whole grid's
+    rec = _records()
+    whole = tmp_path / "whole"
+    rec.to_csv(tmp_path / "draws.csv", index=False)
+    assert _report([tmp_path / "draws.csv"], whole) == 0
+    parts = []
+    for i, (_, part) in enumerate(rec.groupby(["dataset", "method"], sort=False)):
+        out = tmp_path / f"sitting{i}"
+        part.to_csv(tmp_path / f"draws{i}.csv", index=False)
+        assert _report([tmp_path / f"draws{i}.csv"], out) == 0
+        parts.append(out / "fl_cells.csv.gz")
+    joined = tmp_path / "joined"
+    assert _report(parts, joined) == 0
+    for path in whole.iterdir():
+        assert (joined / path.name).read_bytes() == path.read_bytes(), path.name
+    # a cell counted in two sittings is refused, naming the double count
+    again = tmp_path / "again.csv.gz"
+    again.write_bytes(parts[0].read_bytes())
+    assert _report([parts[0], parts[1], again], tmp_path / "twice") == 2
+    assert "count a cell twice" in capsys.readouterr().err
+    assert not (tmp_path / "twice").exists()
