@@ -159,7 +159,10 @@ def reproduced(records: pd.DataFrame, kinds: tuple[str, ...] = PREFERRED_KINDS) 
     cells = pooled_accuracy_table(rec.drop(columns="row"), by=("method", "row", "n"),
                                   carry_forward=protocol_of(records) == "rabanser")  # fmt: skip
     published = cells["method"].map(_CELLS)
-    pool, _ = _pool_text(sorted(set(records["dataset"].astype(str))))
+    # per row: a grid reported in parts may hold a row for one data set only
+    pooled = rec.groupby("row", observed=True)["dataset"].agg(
+        lambda d: _pool_text(sorted(set(d.astype(str))))[0]
+    )
     return pd.DataFrame(
         {
             "test": published.str[0],
@@ -171,7 +174,7 @@ def reproduced(records: pd.DataFrame, kinds: tuple[str, ...] = PREFERRED_KINDS) 
             "ci_low": 100 * cells["ci_low"],
             "ci_high": 100 * cells["ci_high"],
             "se_ours": 100 * (cells["ci_high"] - cells["ci_low"]) / (2 * _Z),
-            "pool": pool,
+            "pool": cells["row"].map(pooled).to_numpy(),
         }
     ).reset_index(drop=True)
 
@@ -203,11 +206,18 @@ def write_fl_table1a_comparison(
     comparison, summary : pandas.DataFrame
     paths : list of pathlib.Path
     """
-    pool, same = _pool_text(sorted(set(records["dataset"].astype(str))))
-    note = (
-        f"pooled over {pool}"
-        if same
-        else f"THE POOL DIFFERS: this run pooled {pool}; compare with care"
-    )
+    ours = reproduced(records)
+    pools = sorted(set(ours["pool"])) or [
+        _pool_text(sorted(set(records["dataset"].astype(str))))[0]
+    ]
+    if len(pools) == 1 and "theirs" not in pools[0]:
+        note = f"pooled over {pools[0]}"
+    elif len(pools) == 1:
+        note = f"THE POOL DIFFERS: this run pooled {pools[0]}; compare with care"
+    else:
+        note = (
+            f"THE POOL DIFFERS between rows ({'; '.join(pools)}): see each cell's pool; "
+            "compare with care"
+        )
     spec = replace(SPEC, title=f"{SPEC.title}, protocol {protocol_of(records)}; {note}")
-    return write_comparison(spec, reproduced(records), out_dir, published_path=published_path)
+    return write_comparison(spec, ours, out_dir, published_path=published_path)

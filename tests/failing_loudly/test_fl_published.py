@@ -143,6 +143,17 @@ def test_a_run_pooling_other_data_sets_says_so_in_the_table(tmp_path):
     assert comparison["pool"].str.contains("theirs: MNIST \\+ CIFAR-10").all()
 
 
+def test_a_row_run_on_one_data_set_of_a_grid_in_parts_names_its_own_pool(tmp_path):
+    # a grid reported in parts: CIFAR-10's part has not run UAE + MMD yet
+    rec = _records()
+    rec = rec[~((rec["dataset"] == "cifar10") & (rec["method"] == "uae+mmd"))]
+    comparison, _, paths = write_fl_table1a_comparison(rec, tmp_path)
+    pools = comparison.set_index("row")["pool"]
+    assert set(pools["uae+mmd"]) == {"MNIST (theirs: MNIST + CIFAR-10)"}
+    assert set(pools.drop("uae+mmd")) == {"CIFAR-10 + MNIST"}
+    assert "THE POOL DIFFERS between rows" in paths[2].read_text()
+
+
 def test_tables_2a_and_2b_group_by_their_intensity_and_fraction():
     rec = _records(runs=2)
     levels = intensity_table(rec).set_index(["intensity", "row", "n"])
