@@ -210,7 +210,7 @@ def write_fl_table1a_comparison(
     pools = sorted(set(ours["pool"])) or [
         _pool_text(sorted(set(records["dataset"].astype(str))))[0]
     ]
-    if len(pools) == 1 and "theirs" not in pools[0]:
+    if pools == [_pool_text(list(PUBLISHED_POOL))[0]]:
         note = f"pooled over {pools[0]}"
     elif len(pools) == 1:
         note = f"THE POOL DIFFERS: this run pooled {pools[0]}; compare with care"
