@@ -3,16 +3,16 @@
 # workflow/schemas/config.schema.yaml); the paper's grid: --configfile config/paper.yaml.
 # Every rule calls one `dgpbench` subcommand, so each step also runs by hand.
 
-import os
-
 from snakemake.utils import min_version
+
+from dgpbench.cli.config import base_configfile
 
 # The floor of pyproject.toml's snakemake requirement (tests/workflow/test_slurm.py checks they agree).
 min_version("8.0")
 
 
 # A run directory's own config.yaml (--directory DIR); without one, the clone's defaults.
-configfile: "config.yaml" if os.path.exists("config.yaml") else os.path.join(workflow.basedir, "config.yaml")
+configfile: str(base_configfile(".", workflow.basedir))
 
 
 include: "workflow/rules/common.smk"

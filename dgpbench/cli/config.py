@@ -14,7 +14,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_config", "check_failing_loudly", "schema_error", "workflow_config_error"]
+__all__ = [
+    "base_configfile",
+    "check_config",
+    "check_failing_loudly",
+    "schema_error",
+    "workflow_config_error",
+]
 
 
 _NESTED_HINT = (
@@ -285,6 +291,27 @@ def check_failing_loudly(section: Mapping[str, Any]) -> None:
         )
 
 
+def base_configfile(workdir: str | os.PathLike[str], workflow_dir: str | os.PathLike[str]) -> Path:
+    """The configuration a run starts from: ``workdir/config.yaml``, else the clone's.
+
+    A run with ``--directory DIR --snakefile CLONE/Snakefile`` and only overlay
+    ``--configfile`` files takes ``CLONE/config.yaml`` as its base when DIR has none.
+
+    Parameters
+    ----------
+    workdir : path-like
+        The run's working directory (``--directory``).
+    workflow_dir : path-like
+        The folder of the workflow's Snakefile (the clone).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    own = Path(workdir) / "config.yaml"
+    return own if own.is_file() else Path(workflow_dir) / "config.yaml"
+
+
 def workflow_config_error(snakemake_args: list[str], workdir: Path) -> str | None:
     """The first problem of the configuration a ``snakemake`` command line would run, or None.
 
@@ -322,9 +349,7 @@ def workflow_config_error(snakemake_args: list[str], workdir: Path) -> str | Non
             args = get_argument_parser().parse_args(snakemake_args)
         snakefile = Path(args.snakefile) if args.snakefile else workdir / "Snakefile"
         config: dict[str, Any] = {}
-        default = workdir / "config.yaml"
-        if not default.is_file():  # as the Snakefile: the clone's defaults
-            default = snakefile.parent / "config.yaml"
+        default = base_configfile(workdir, snakefile.parent)
         if default.is_file():
             update_config(config, load_configfile(str(default)))
         for file in args.configfile or []:

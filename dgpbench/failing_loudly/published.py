@@ -123,12 +123,13 @@ SPEC = TableSpec(
 )
 
 
-def _pool_text(datasets: list[str]) -> tuple[str, bool]:
+def _pool_text(datasets) -> str:
+    """The data sets pooled, as a label; it says when they are not the published pool."""
     from dgpbench.labels import dataset_label
 
-    same = sorted(datasets) == sorted(PUBLISHED_POOL)
-    text = " + ".join(dataset_label(d) for d in sorted(datasets))
-    return (text if same else f"{text} (theirs: MNIST + CIFAR-10)"), same
+    names = sorted(set(map(str, datasets)))
+    text = " + ".join(dataset_label(d) for d in names)
+    return text if names == sorted(PUBLISHED_POOL) else f"{text} (theirs: MNIST + CIFAR-10)"
 
 
 def reproduced(records: pd.DataFrame, kinds: tuple[str, ...] = PREFERRED_KINDS) -> pd.DataFrame:
@@ -160,9 +161,7 @@ def reproduced(records: pd.DataFrame, kinds: tuple[str, ...] = PREFERRED_KINDS) 
                                   carry_forward=protocol_of(records) == "rabanser")  # fmt: skip
     published = cells["method"].map(_CELLS)
     # per row: a grid reported in parts may hold a row for one data set only
-    pooled = rec.groupby("row", observed=True)["dataset"].agg(
-        lambda d: _pool_text(sorted(set(d.astype(str))))[0]
-    )
+    pooled = rec.groupby("row", observed=True)["dataset"].agg(_pool_text)
     return pd.DataFrame(
         {
             "test": published.str[0],
@@ -207,10 +206,8 @@ def write_fl_table1a_comparison(
     paths : list of pathlib.Path
     """
     ours = reproduced(records)
-    pools = sorted(set(ours["pool"])) or [
-        _pool_text(sorted(set(records["dataset"].astype(str))))[0]
-    ]
-    if pools == [_pool_text(list(PUBLISHED_POOL))[0]]:
+    pools = sorted(set(ours["pool"])) or [_pool_text(records["dataset"])]
+    if pools == [_pool_text(PUBLISHED_POOL)]:
         note = f"pooled over {pools[0]}"
     elif len(pools) == 1:
         note = f"THE POOL DIFFERS: this run pooled {pools[0]}; compare with care"
