@@ -240,6 +240,7 @@ TAE_RULES: dict[str, list] = {
     "epochs": _POSITIVE_INT,
     "learning_rate": _POSITIVE_FLOAT,
     "train_batch_size": _POSITIVE_INT,
+    "progress": _BOOLEAN,
 }
 
 # -- the detectors ----------------------------------------------------------------------------

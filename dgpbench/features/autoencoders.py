@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dgpbench._compat import fit_context
 from dgpbench._device import resolve_device
 from dgpbench.parameters import TAE_RULES, UAE_RULES, sklearn_constraints
+from dgpbench.progress import Progress
 
 __all__ = [
     "ARCHITECTURES",
@@ -480,6 +481,8 @@ class TAEFeatures(_Autoencoder):
         Images per forward chunk of ``transform``.
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where the autoencoder trains and runs.
+    progress : bool, default=False
+        Report the training: a tqdm bar on a terminal, else one log line per epoch.
 
     Attributes
     ----------
@@ -514,6 +517,7 @@ class TAEFeatures(_Autoencoder):
         train_batch_size: int = 128,
         batch_size: int = 256,
         device: str = "cpu",
+        progress: bool = False,
     ) -> None:
         self.autoencoder = autoencoder
         self.architecture = architecture
@@ -524,6 +528,7 @@ class TAEFeatures(_Autoencoder):
         self.train_batch_size = train_batch_size
         self.batch_size = batch_size
         self.device = device
+        self.progress = progress
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> TAEFeatures:
@@ -577,8 +582,9 @@ class TAEFeatures(_Autoencoder):
         opt = torch.optim.SGD(net.parameters(), lr=self.learning_rate, momentum=0.9)
         gen = torch.Generator().manual_seed(int(self.random_state))
         xt = torch.as_tensor(X, device=device)
-        curve = []
-        for _ in range(self.epochs):
+        curve: list[float] = []
+        bar = Progress(self.epochs, "train tae", enabled=self.progress, unit="epoch")
+        for epoch in range(1, self.epochs + 1):
             order = torch.randperm(len(xt), generator=gen).to(device)
             total = 0.0
             for start in range(0, len(xt), self.train_batch_size):
@@ -592,6 +598,9 @@ class TAEFeatures(_Autoencoder):
                 opt.step()
                 total += float(loss.detach()) * len(xb)
             curve.append(total / len(xt))
+            bar.update(1)
+            bar.log("epoch %d of %d, loss %.5f", epoch, self.epochs, curve[-1])
+        bar.close()
         net.cpu().eval()
         return curve
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import termios
 
+import numpy as np
 import pytest
 
 from dgpbench.cli.main import main
@@ -92,3 +93,19 @@ def test_a_terminal_gets_a_bar_and_no_lines():
     text = out.decode(errors="replace")
     assert "work:" in text and "/3 [" in text  # the bar
     assert "step done" not in text
+
+
+def test_tae_training_logs_one_line_per_epoch_in_fl_features(info_logs):
+    from dgpbench.cli.failing_loudly import _make_rep
+    from dgpbench.cli.main import build_parser
+
+    args = build_parser().parse_args(
+        ["fl-features", "--representation", "tae", "--images", "p.npz", "--out", "f.npz"]
+    )
+    tae = _make_rep("tae", None, args).set_params(epochs=3)
+    assert tae.progress  # what fl-features builds reports its training
+    x = np.random.default_rng(0).random((16, 1, 8, 8), dtype=np.float32)
+    tae.fit(x)
+    lines = _lines(info_logs, "train tae: epoch")
+    assert [line.split()[3] for line in lines] == ["1", "2", "3"], lines
+    assert all(re.search(r"epoch \d of 3, loss \d+\.\d{5}$", line) for line in lines), lines

@@ -178,13 +178,13 @@ def test_tae_refuses_a_corrupt_checkpoint_and_pixels_outside_0_1(digits, tmp_pat
 
 #: The workflow's forward-pass parameters that each representation uses: the model-free
 #: ones take no model; the others take it, and the compiled kernels' n_jobs and progress
-#: only where they run them.
+#: only where they run them (TAE reports its training).
 _TAKES = {
     "noredu": set(),
     "pca": set(),
     "srp": set(),
     "uae": {"batch_size", "device"},
-    "tae": {"batch_size", "device"},
+    "tae": {"batch_size", "device", "progress"},
     "bbsds": {"batch_size", "device"},
     "bbsdh": {"batch_size", "device"},
     "dgp_approx": {"batch_size", "n_jobs", "progress", "device"},
