@@ -214,3 +214,24 @@ def test_a_small_pool_is_carried_to_the_larger_n_under_their_protocol_only(proto
         == whole.loc[("univariate", "NoRed", 100), "ours"]
     )
     assert same == (protocol == "rabanser")  # n = 10's result stands in for n = 100's
+
+
+def test_the_committed_mnist_cifar10_cells_give_the_documented_comparison(tmp_path):
+    """docs/failing-loudly.md reports run 4 against their Table 1(a) from the cells committed
+    under docs/data: the comparison recomputed from them must say what the docs say."""
+    from pathlib import Path
+
+    from dgpbench.cli.failing_loudly import _read_inputs
+
+    root = Path(__file__).resolve().parents[2] / "docs" / "data" / "fl_cells_mnist_cifar10"
+    parts = sorted(str(p) for p in root.glob("*.csv.gz"))
+    assert len(parts) == 3  # MNIST, then CIFAR-10 in two parts
+    records, from_cells = _read_inputs(parts)
+    assert from_cells and len(records) == 358_440
+    assert records.groupby("dataset")["run"].nunique().to_dict() == {"cifar10": 5, "mnist": 5}
+    comparison, summary, _ = write_fl_table1a_comparison(records, tmp_path)
+    assert set(comparison["pool"]) == {"CIFAR-10 + MNIST"}  # their pool, every row
+    overall = summary.set_index("n").loc["all"]
+    assert (overall["n_cells"], overall["n_within"]) == (81, 65)
+    assert (overall["n_below"], overall["n_above"]) == (52, 27)
+    assert round(overall["mean_diff"], 1) == -2.0
