@@ -206,3 +206,26 @@ def test_mmd_null_script_tests_the_same_exchangeable_pairs_under_both_kernels(tm
     script.main([str(tmp_path / "f.npz"), "--n", "10", "--draws", "5", "--permutations", "19"])
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2 and "kernel=rabanser" in out[0] and "/5 rejected" in out[1]
+
+
+def test_scipy12_ks_script_rejects_at_n_10_where_the_exact_test_does_not(tmp_path):
+    # scripts/fl_ks_scipy12.py (docs/failing-loudly.md): SciPy 1.2's asymptotic KS p-values
+    # in the grid's KS engine, for its own process only.
+    from dgpbench.detectors.ks_test import ks_pvalues_at
+    from dgpbench.failing_loudly.toolbox import ks_batch
+
+    script = load_script("scripts/fl_ks_scipy12.py")
+    # large samples: the asymptotic p-value is the exact one's approximation
+    h = np.arange(20, 90)
+    exact, old = ks_pvalues_at(2000, h), script.scipy12_pvalues_at(2000, h)
+    moderate = (exact > 1e-3) & (exact < 0.5)
+    assert moderate.sum() > 20 and np.all(np.abs(old[moderate] / exact[moderate] - 1) < 0.2)
+    # n = 10, 32 features, one at distance 0.8: exact p = 0.0021 > 0.05 / 32, SciPy 1.2's below
+    ref = np.tile(np.arange(10.0)[None, :, None], (1, 1, 32))
+    test = ref.copy()
+    test[0, :, 0] += 8.0
+    assert not ks_batch(ref, test)[0][0]
+    with script.scipy12():
+        assert ks_batch(ref, test)[0][0]
+    assert not ks_batch(ref, test)[0][0]  # restored
+    assert script.main(["fl-features"]) == 2  # only fl-detect runs under it
