@@ -235,3 +235,17 @@ def test_the_committed_mnist_cifar10_cells_give_the_documented_comparison(tmp_pa
     assert (overall["n_cells"], overall["n_within"]) == (81, 65)
     assert (overall["n_below"], overall["n_above"]) == (52, 27)
     assert round(overall["mean_diff"], 1) == -2.0
+    # its KS rows rerun with SciPy 1.2's p-values (scripts/fl_ks_scipy12.py), committed beside
+    ks12 = _read_inputs(
+        [str(root.parent / "fl_cells_ks_scipy12" / "mnist_cifar10_ks_rows.csv.gz")]
+    )[0]
+    key = ["dataset", "method", "kind"]
+    rerun = set(map(tuple, ks12[key].drop_duplicates().to_numpy()))
+    assert {m for _, m, _ in rerun} == {
+        f"{r}+ks" for r in ("noredu", "pca", "srp", "uae", "tae", "bbsds")
+    }
+    kept = records[[tuple(k) not in rerun for k in records[key].to_numpy()]]
+    _, summary, _ = write_fl_table1a_comparison(pd.concat([kept, ks12]), tmp_path / "ks12")
+    overall = summary.set_index("n").loc["all"]
+    assert (overall["n_cells"], overall["n_within"]) == (81, 71)
+    assert round(overall["mean_diff"], 1) == -1.4
