@@ -11,9 +11,8 @@ a Bonferroni correction over 32 features the exact test needs D >= 0.9, SciPy 1.
 This script runs ``dgpbench fl-detect`` with every KS p-value SciPy 1.2's: it replaces
 :func:`dgpbench.detectors.ks_test.ks_pvalues_at` (the p-value of two size-``n`` samples at
 distance ``h / n``, through which every grid KS draw with m = n <= 10,000 passes) for its own
-process. The draws,
-and every other test, are the grid's. Report its records with ``dgpbench fl-report`` into a
-directory of their own.
+process. The draws, and every other test, are the grid's. Report its records with ``dgpbench
+fl-report`` into a directory of their own.
 
     python scripts/fl_ks_scipy12.py fl-detect --features F.npz --method pca+ks ... --out R.csv
 """

@@ -301,10 +301,9 @@ RABANSER_DIMENSIONS = 32
 def _make_rep(name: str, model, args: argparse.Namespace):
     from dgpbench.failing_loudly.toolbox import MODEL_FREE, make_representation
 
-    params = {"progress": True} if name in MODEL_FREE else {
-        "batch_size": args.batch_size, "n_jobs": args.threads, "device": args.device,
-        "progress": True,
-    }  # fmt: skip
+    params: dict = {"progress": True}  # long work reports itself (TAE trains 200 epochs)
+    if name not in MODEL_FREE:
+        params.update(batch_size=args.batch_size, n_jobs=args.threads, device=args.device)
     if args.protocol == "rabanser" and name in ("pca", "srp"):
         params["n_components"] = RABANSER_DIMENSIONS
     # a representation without randomness is built without random_state
